@@ -1,0 +1,100 @@
+"""Exact memory-overlap tests for the row-major views ckgemm takes.
+
+Outputs may be views of a larger buffer (padded leading dimension, or column blocks of one buffer),
+so a test of address spans alone would reject valid calls. Rows of a view are byte intervals
+``[base + r*stride, base + r*stride + width)``; two views overlap when some pair of rows does.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+
+class Rows(NamedTuple):
+    """A tensor's memory as ``count`` rows of ``width`` bytes, ``stride`` bytes apart."""
+
+    name: str
+    base: int
+    count: int
+    stride: int
+    width: int
+
+    @property
+    def start(self) -> int:
+        return self.base
+
+    @property
+    def end(self) -> int:
+        return self.base + (self.count - 1) * self.stride + self.width
+
+
+def rows_of(name: str, t: torch.Tensor) -> Rows | None:
+    """Row model of a 2-D or 3-D tensor whose innermost stride is 1; None if it holds no element."""
+    if t.numel() == 0:
+        return None
+    es = t.element_size()
+    base = t.data_ptr()
+    if t.dim() == 3 and t.shape[0] > 1 and t.stride(0) != t.shape[1] * t.stride(1):
+        # Irregular batch stride: one conservative row covering the whole span.
+        span = sum((s - 1) * st for s, st in zip(t.shape, t.stride())) + 1
+        return Rows(name, base, 1, 0, span * es)
+    if t.dim() == 3:
+        t = t.reshape(-1, t.shape[-1]) if t.shape[0] > 1 else t[0]
+    if t.dim() == 1:
+        return Rows(name, base, 1, 0, t.shape[0] * es)
+    count, width = t.shape
+    stride = t.stride(0) if count > 1 else 0
+    return Rows(name, base, count, stride * es, width * es)
+
+
+def _rows_overlap(x: Rows, y: Rows) -> bool:
+    if x.end <= y.start or y.end <= x.start:
+        return False
+    if x.count == 1 or y.count == 1 or x.stride == y.stride:
+        return _overlap_equal_stride(x, y) if x.stride == y.stride else _overlap_scan(x, y)
+    return _overlap_scan(x, y)
+
+
+def _overlap_equal_stride(x: Rows, y: Rows) -> bool:
+    # Row r of x and row r' of y intersect iff (r - r') * s lies in (d - wx, d + wy), d = by - bx.
+    s = x.stride
+    d = y.base - x.base
+    if s == 0:  # both single rows
+        return -y.width < d < x.width
+    q_lo = (d - x.width) // s + 1
+    q_hi = -((-(d + y.width)) // s) - 1
+    return max(q_lo, -(y.count - 1)) <= min(q_hi, x.count - 1)
+
+
+def _overlap_scan(x: Rows, y: Rows) -> bool:
+    # Different strides: walk the rows of the shorter view, find candidate rows of the other.
+    if x.count > y.count:
+        x, y = y, x
+    r = torch.arange(x.count, dtype=torch.int64)
+    lo = x.base + r * x.stride
+    hi = lo + x.width
+    if y.count == 1 or y.stride == 0:
+        return bool(((lo < y.base + y.width) & (hi > y.base)).any())
+    r_lo = torch.div(lo - y.width - y.base, y.stride, rounding_mode="floor") + 1
+    r_hi = -torch.div(-(hi - y.base), y.stride, rounding_mode="floor") - 1
+    return bool((torch.clamp(r_lo, min=0) <= torch.clamp(r_hi, max=y.count - 1)).any())
+
+
+def first_overlap(outputs: list[Rows | None], inputs: list[Rows | None]) -> tuple[str, str] | None:
+    """First pair (output, other) whose memory intersects: output vs output or output vs input."""
+    spans = [(r, True) for r in outputs if r is not None] + [(r, False) for r in inputs if r is not None]
+    spans.sort(key=lambda item: item[0].start)
+    active: list[tuple[Rows, bool]] = []
+    for rows, is_out in spans:
+        active = [a for a in active if a[0].end > rows.start]
+        for other, other_out in active:
+            if (is_out or other_out) and _rows_overlap(rows, other):
+                return (rows.name, other.name) if is_out else (other.name, rows.name)
+        active.append((rows, is_out))
+    return None
+
+
+def rows_self_overlap(t: torch.Tensor) -> bool:
+    """True when two rows of a 2-D view share memory (leading stride smaller than the row)."""
+    return t.dim() == 2 and t.shape[0] > 1 and t.shape[1] > 0 and t.stride(0) < t.shape[1]

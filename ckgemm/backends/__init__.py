@@ -1,0 +1,47 @@
+"""Backend registry: which backends exist, which can run on a device, and why not.
+
+``torch`` (the reference) runs everywhere. ``cutlass`` (CUDA build, sm_90) and ``ck`` (ROCm build,
+gfx942/gfx950) are the native extension; each says why it cannot run when it cannot.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..errors import BackendUnavailableError, InvalidArgumentError
+from . import native, reference
+
+BACKEND_NAMES = ("cutlass", "ck", "torch")
+
+
+def _module(name: str):
+    if name == "torch":
+        return reference
+    if name in native.NAMES:
+        return native.backend(name)
+    raise InvalidArgumentError(f"unknown backend {name!r}; known backends: {BACKEND_NAMES}")
+
+
+def unavailable_reason(name: str, device: torch.device | None = None) -> str | None:
+    """None when backend ``name`` can run on ``device`` (or on some device here, if None)."""
+    return _module(name).unavailable_reason(device)
+
+
+def available_backends(device: torch.device | str | None = None) -> list[str]:
+    """Backends that can run here (on ``device`` if given), best first."""
+    dev = torch.device(device) if device is not None else None
+    return [n for n in BACKEND_NAMES if unavailable_reason(n, dev) is None]
+
+
+def select(backend: str | None, device: torch.device):
+    """The backend module to run on ``device``: the one asked for, or the best available."""
+    if backend is not None:
+        module = _module(backend)
+        reason = module.unavailable_reason(device)
+        if reason is not None:
+            raise BackendUnavailableError(f"backend {backend!r} cannot run on {device}: {reason}")
+        return module
+    for name in BACKEND_NAMES:
+        module = _module(name)
+        if module.unavailable_reason(device) is None:
+            return module
+    raise BackendUnavailableError(f"no backend can run on {device}")  # unreachable: torch runs everywhere

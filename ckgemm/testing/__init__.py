@@ -1,0 +1,1 @@
+"""ckgemm.testing: a harness for checking and timing grouped-GEMM-like kernels."""

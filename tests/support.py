@@ -1,0 +1,87 @@
+"""Shared test helpers: seeded inputs and an independent float64/int64 check of grouped GEMM results.
+
+The check here is deliberately separate from ckgemm's reference backend and from the harness, so a
+bug in either cannot hide in both.
+"""
+from __future__ import annotations
+
+import os
+import zlib
+
+import torch
+
+BASE_SEED = int(os.environ.get("CKGEMM_SEED", "20261129"))
+INT32_SENTINEL = -(2**31)  # unreachable by |K * 128 * 128| < 2**31, so an unwritten int32 element fails
+
+
+def generator(tag: str) -> torch.Generator:
+    """A CPU generator seeded from the base seed and the test's tag; the seed is printed so a
+    failing case can be replayed with CKGEMM_SEED."""
+    seed = (BASE_SEED ^ zlib.crc32(tag.encode())) & 0x7FFFFFFF
+    print(f"[seed] {tag}: {seed} (base CKGEMM_SEED={BASE_SEED})")
+    return torch.Generator().manual_seed(seed)
+
+
+def rand_tensor(shape, dtype: torch.dtype, gen: torch.Generator, device="cpu") -> torch.Tensor:
+    """Random normal data (never all-zeros or all-ones); int8 over its whole range."""
+    if dtype == torch.int8:
+        return torch.randint(-128, 128, shape, generator=gen, dtype=torch.int8).to(device)
+    x = torch.randn(shape, generator=gen)
+    if dtype in (torch.float8_e4m3fn, torch.float8_e4m3fnuz):
+        x = x * 4.0
+    return x.to(dtype).to(device)
+
+
+def b_shape(n: int, k: int, layout: str) -> tuple[int, int]:
+    return (n, k) if layout == "RC" else (k, n)
+
+
+def make_group(m, n, k, dtype, layout, gen, device="cpu"):
+    return rand_tensor((m, k), dtype, gen, device), rand_tensor(b_shape(n, k, layout), dtype, gen, device)
+
+
+def exact_product(a: torch.Tensor, b: torch.Tensor, layout: str) -> torch.Tensor:
+    """Exact A @ op(B): int64 for integer inputs, float64 otherwise (computed on the CPU)."""
+    a, b = a.cpu(), b.cpu()
+    bk = b.t() if layout == "RC" else b
+    if a.dtype == torch.int8:
+        return a.to(torch.int64) @ bk.to(torch.int64)
+    return a.to(torch.float64) @ bk.to(torch.float64)
+
+
+_OUT_MANTISSA = {torch.float16: 10, torch.bfloat16: 7, torch.float32: 23}
+
+
+def assert_group_matches(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, layout: str, what: str) -> None:
+    """Per-element bound for fp32 accumulation rounded once: 0.5 ulp of the output plus
+    K * 2**-24 * sum|a||b| (fp32 summation error). int8 must be exact (int32 wrap included)."""
+    exact = exact_product(a, b, layout)
+    out = out.cpu()
+    assert out.shape == exact.shape, f"{what}: shape {tuple(out.shape)} != {tuple(exact.shape)}"
+    if a.dtype == torch.int8:
+        expected = exact.to(torch.int32)
+        if not torch.equal(out, expected):
+            bad = (out != expected).nonzero()
+            i, j = bad[0].tolist()
+            raise AssertionError(f"{what}: {len(bad)} int32 mismatches; first at ({i}, {j}): "
+                                 f"got {out[i, j].item()} expected {expected[i, j].item()}")
+        return
+    assert torch.isfinite(out).all(), f"{what}: {int((~torch.isfinite(out)).sum())} non-finite outputs"
+    k = a.shape[1]
+    bk = b.t() if layout == "RC" else b
+    magnitude = a.cpu().to(torch.float64).abs() @ bk.cpu().to(torch.float64).abs()
+    half_ulp = 2.0 ** -(_OUT_MANTISSA[out.dtype] + 1)
+    bound = half_ulp * exact.abs() * 1.0001 + k * 2.0**-24 * magnitude + 1e-30
+    err = (out.to(torch.float64) - exact).abs()
+    if (err > bound).any():
+        idx = int(torch.argmax(err - bound))
+        i, j = divmod(idx, exact.shape[1])
+        raise AssertionError(f"{what}: {int((err > bound).sum())} elements out of bound; worst at ({i}, {j}): "
+                             f"got {out[i, j].item()} exact {exact[i, j].item()} bound {bound[i, j].item():.3g}")
+
+
+def poison(shape, dtype, device="cpu") -> torch.Tensor:
+    """An output buffer pre-filled with NaN (or an unreachable int32 sentinel)."""
+    if dtype == torch.int32:
+        return torch.full(shape, INT32_SENTINEL, dtype=dtype, device=device)
+    return torch.full(shape, float("nan"), dtype=dtype, device=device)

@@ -1,0 +1,182 @@
+"""The public API on the torch reference backend (CPU): every dtype x layout x form against an
+independent float64/int64 computation, over the shape branches the semantics name."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import ckgemm
+from support import (
+    assert_group_matches,
+    b_shape,
+    generator,
+    make_group,
+    poison,
+    rand_tensor,
+)
+
+DTYPES = [torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e4m3fnuz, torch.int8]
+DTYPE_IDS = ["fp16", "bf16", "fp8", "fp8fnuz", "int8"]
+LAYOUTS = ["RC", "RR"]
+
+# Purpose: M branches (empty, 1, tile-ish edges around 64/128, non-power-of-two), odd N/K, K=0.
+EDGE_SHAPES = [
+    (0, 64, 32),  # empty group (M=0)
+    (1, 64, 32),  # single row
+    (17, 127, 129),  # odd N and K
+    (63, 129, 127),  # tile-1 M, odd N/K
+    (65, 64, 48),  # tile+1 M
+    (100, 33, 16),
+    (128, 16, 0),  # K=0: exact zeros
+    (9, 0, 16),  # N=0: nothing to compute
+]
+
+
+def _expected_rule(dtype):
+    return ckgemm.rule_for(dtype)
+
+
+@pytest.mark.smoke
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_list_form_edge_shapes(dtype, layout):
+    """grouped_gemm over heterogeneous per-group M/N/K including empty and K=0 groups."""
+    gen = generator(f"list-{dtype}-{layout}")
+    groups = [make_group(m, n, k, dtype, layout, gen) for m, n, k in EDGE_SHAPES]
+    outs = ckgemm.grouped_gemm([a for a, _ in groups], [b for _, b in groups], layout=layout, backend="torch")
+    assert len(outs) == len(groups)
+    for g, ((a, b), c) in enumerate(zip(groups, outs)):
+        assert c.dtype == _expected_rule(dtype).output
+        assert_group_matches(c, a, b, layout, f"group {g} {tuple(a.shape)}")
+        if a.shape[1] == 0:
+            assert torch.equal(c, torch.zeros_like(c)), "K=0 must give exact zeros"
+
+
+@pytest.mark.smoke
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_out_form_writes_every_element_and_keeps_padding(dtype, layout):
+    """grouped_gemm_out into NaN-poisoned outputs, some with a padded leading dimension."""
+    gen = generator(f"out-{dtype}-{layout}")
+    rule = _expected_rule(dtype)
+    groups = [make_group(m, n, k, dtype, layout, gen) for m, n, k in EDGE_SHAPES]
+    buffers, outs = [], []
+    for g, (m, n, _) in enumerate(EDGE_SHAPES):
+        pad = 7 if g % 2 else 0  # odd groups: view of a wider buffer
+        buf = poison((m, n + pad), rule.output)
+        buffers.append(buf)
+        outs.append(buf[:, :n])
+    returned = ckgemm.grouped_gemm_out([a for a, _ in groups], [b for _, b in groups], outs, layout=layout,
+                                       backend="torch")
+    assert all(r is c for r, c in zip(returned, outs)), "grouped_gemm_out must return the given outputs"
+    for g, ((a, b), buf, (m, n, _)) in enumerate(zip(groups, buffers, EDGE_SHAPES)):
+        assert_group_matches(buf[:, :n], a, b, layout, f"group {g}")
+        padding = buf[:, n:]
+        untouched = poison(padding.shape, rule.output)
+        assert torch.equal(padding.view(torch.int8) if rule.output != torch.int32 else padding,
+                           untouched.view(torch.int8) if rule.output != torch.int32 else untouched), \
+            f"group {g}: padding columns were written"
+
+
+@pytest.mark.smoke
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_packed_form(dtype, layout):
+    """MoE form with empty experts, odd sizes, into a poisoned padded out and an allocated out."""
+    gen = generator(f"packed-{dtype}-{layout}")
+    sizes = [0, 1, 17, 63, 0, 65, 100, 128]
+    n, k = 129, 127
+    rule = _expected_rule(dtype)
+    a = rand_tensor((sum(sizes), k), dtype, gen)
+    b = rand_tensor((len(sizes), *b_shape(n, k, layout)), dtype, gen)
+    buf = poison((sum(sizes), n + 3), rule.output)
+    out = ckgemm.grouped_gemm_packed(a, b, torch.tensor(sizes, dtype=torch.int32), layout=layout, out=buf[:, :n],
+                                     backend="torch")
+    assert out.data_ptr() == buf.data_ptr()
+    allocated = ckgemm.grouped_gemm_packed(a, b, torch.tensor(sizes, dtype=torch.int64), layout=layout)
+    start = 0
+    for g, m in enumerate(sizes):
+        assert_group_matches(out[start:start + m], a[start:start + m], b[g], layout, f"expert {g}")
+        assert_group_matches(allocated[start:start + m], a[start:start + m], b[g], layout, f"expert {g} (alloc)")
+        start += m
+    assert torch.equal(buf[:, n:].view(torch.int8), poison((sum(sizes), 3), rule.output).view(torch.int8))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_packed_k_zero_and_all_empty(layout):
+    gen = generator(f"packed-k0-{layout}")
+    a = rand_tensor((10, 0), torch.bfloat16, gen)
+    b = rand_tensor((3, *b_shape(8, 0, layout)), torch.bfloat16, gen)
+    out = poison((10, 8), torch.bfloat16)
+    ckgemm.grouped_gemm_packed(a, b, torch.tensor([4, 0, 6]), layout=layout, out=out)
+    assert torch.equal(out, torch.zeros_like(out))
+    empty = ckgemm.grouped_gemm_packed(rand_tensor((0, 16), torch.int8, gen),
+                                       rand_tensor((4, *b_shape(8, 16, layout)), torch.int8, gen),
+                                       torch.zeros(4, dtype=torch.int32), layout=layout)
+    assert empty.shape == (0, 8) and empty.dtype == torch.int32
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_all_groups_empty(dtype):
+    gen = generator(f"all-empty-{dtype}")
+    groups = [make_group(0, 16, 32, dtype, "RC", gen) for _ in range(3)] + [make_group(5, 0, 32, dtype, "RC", gen)]
+    outs = ckgemm.grouped_gemm([a for a, _ in groups], [b for _, b in groups])
+    assert [tuple(c.shape) for c in outs] == [(0, 16)] * 3 + [(5, 0)]
+    assert ckgemm.last_dispatch().paths == ("skip:empty",) * 4
+
+
+@pytest.mark.parametrize("groups", [1, 64])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.int8], ids=["bf16", "int8"])
+def test_group_counts_heterogeneous(groups, dtype):
+    """G=1 and G=64 with every group's M, N and K drawn independently."""
+    gen = generator(f"g{groups}-{dtype}")
+    dims = torch.randint(1, 80, (groups, 3), generator=gen).tolist()
+    pairs = [make_group(m, n, k, dtype, "RR", gen) for m, n, k in dims]
+    outs = ckgemm.grouped_gemm([a for a, _ in pairs], [b for _, b in pairs], layout="RR")
+    for g, ((a, b), c) in enumerate(zip(pairs, outs)):
+        assert_group_matches(c, a, b, "RR", f"group {g} of {groups}")
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_int8_exact_at_large_k(layout):
+    """K=8192 with values near +-127: sums pass 2^24, where an fp32 accumulator rounds."""
+    gen = generator(f"int8-k8192-{layout}")
+    m, n, k = 8, 16, 8192
+    a = torch.randint(-128, 128, (m, k), generator=gen, dtype=torch.int8)
+    b = torch.randint(-128, 128, b_shape(n, k, layout), generator=gen, dtype=torch.int8)
+    # Row 0 of A and column 0 of op(B) hold values in [120, 127]: their dot product is about
+    # 8192 * 124^2 = 1.3e8 > 2^24, with partial sums that an fp32 accumulator must round.
+    a[0] = torch.randint(120, 128, (k,), generator=gen, dtype=torch.int8)
+    big_column = torch.randint(120, 128, (k,), generator=gen, dtype=torch.int8)
+    if layout == "RC":
+        b[0] = big_column
+    else:
+        b[:, 0] = big_column
+    (c,) = ckgemm.grouped_gemm([a], [b], layout=layout)
+    exact = a.to(torch.int64) @ (b.t() if layout == "RC" else b).to(torch.int64)
+    assert exact.abs().max() > 2**24, "test data must exceed fp32's exact integer range"
+    assert torch.equal(c, exact.to(torch.int32))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_repeated_calls_bitwise_identical(dtype):
+    gen = generator(f"repeat-{dtype}")
+    groups = [make_group(m, 96, 80, dtype, "RC", gen) for m in (1, 33, 70)]
+    first = ckgemm.grouped_gemm([a for a, _ in groups], [b for _, b in groups])
+    for _ in range(3):
+        again = ckgemm.grouped_gemm([a for a, _ in groups], [b for _, b in groups])
+        for x, y in zip(first, again):
+            assert torch.equal(x.view(torch.uint8) if x.element_size() == 1 else x, y.view(torch.uint8)
+                               if y.element_size() == 1 else y)
+
+
+def test_aliases_and_dispatch_record():
+    gen = generator("aliases")
+    a, b = make_group(5, 6, 7, torch.float16, "RC", gen)
+    (c1,) = ckgemm.ck_grouped_gemm([a], [b])
+    out = [torch.empty(5, 6, dtype=torch.float16)]
+    ckgemm.ck_grouped_gemm_out([a], [b], out)
+    assert torch.equal(c1, out[0])
+    record = ckgemm.last_dispatch()
+    assert record.op == "grouped_gemm_out" and record.backend == "torch" and record.paths == ("torch",)
+    assert "torch x1" in str(record)

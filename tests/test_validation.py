@@ -1,0 +1,225 @@
+"""Every bad input raises the documented exception type, its message names the group, the tensor,
+its shape/dtype/stride/device and the rule; and a bad call never writes into caller outputs."""
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+import ckgemm
+from ckgemm import InvalidArgumentError, InvalidTypeError
+from support import generator, make_group, poison, rand_tensor
+
+F16 = torch.float16
+
+
+def _groups(n=3, dtype=F16, layout="RC", m=8, nn=16, k=32):
+    gen = generator(f"validation-{n}-{dtype}-{layout}")
+    pairs = [make_group(m, nn, k, dtype, layout, gen) for _ in range(n)]
+    return [a for a, _ in pairs], [b for _, b in pairs]
+
+
+def _raises(exc_type, pattern, fn, *args, **kwargs):
+    with pytest.raises(exc_type) as info:
+        fn(*args, **kwargs)
+    assert issubclass(info.type, ckgemm.CkgemmError)
+    assert re.search(pattern, str(info.value)), f"message {str(info.value)!r} lacks {pattern!r}"
+    return str(info.value)
+
+
+def test_not_a_list_and_empty():
+    a, b = _groups()
+    _raises(InvalidTypeError, "a_list must be a list", ckgemm.grouped_gemm, torch.stack(a), b)
+    _raises(InvalidArgumentError, "a_list is empty", ckgemm.grouped_gemm, [], [])
+
+
+def test_length_mismatch():
+    a, b = _groups()
+    _raises(InvalidArgumentError, "a_list has 3 groups but b_list has 2", ckgemm.grouped_gemm, a, b[:2])
+
+
+def test_non_tensor_element_names_group():
+    a, b = _groups()
+    a[1] = [[1.0]]
+    _raises(InvalidTypeError, r"group 1: a\[1\] is a list, not a torch.Tensor", ckgemm.grouped_gemm, a, b)
+
+
+def test_non_2d_names_group_and_shape():
+    a, b = _groups()
+    b[2] = b[2].unsqueeze(0)
+    msg = _raises(InvalidArgumentError, r"group 2: b\[2\] \(shape \(1, 16, 32\)", ckgemm.grouped_gemm, a, b)
+    assert "dtype torch.float16" in msg and "stride" in msg and "device cpu" in msg and "must be 2-D" in msg
+
+
+@pytest.mark.parametrize("layout", ["RC", "RR"])
+def test_k_mismatch(layout):
+    a, b = _groups(layout=layout)
+    a[1] = a[1][:, :31]
+    _raises(InvalidArgumentError, r"group 1: .*K mismatch", ckgemm.grouped_gemm, a, b, layout=layout)
+
+
+def test_dtype_mismatch_between_a_and_b():
+    a, b = _groups()
+    b[0] = b[0].to(torch.bfloat16)
+    _raises(InvalidTypeError, r"group 0: b\[0\].*differs from a\[0\] dtype", ckgemm.grouped_gemm, a, b)
+
+
+def test_dtype_mismatch_across_groups():
+    a, b = _groups()
+    a[2], b[2] = a[2].to(torch.bfloat16), b[2].to(torch.bfloat16)
+    _raises(InvalidTypeError, r"group 2: a\[2\].*differs from group 0", ckgemm.grouped_gemm, a, b)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int16, torch.float8_e5m2, torch.bool,
+                                   torch.int32, torch.uint8])
+def test_unsupported_dtype(dtype):
+    a = [torch.zeros(4, 8).to(dtype)]
+    b = [torch.zeros(6, 8).to(dtype)]
+    _raises(InvalidTypeError, r"group 0: a\[0\].*unsupported dtype", ckgemm.grouped_gemm, a, b)
+
+
+@pytest.mark.parametrize("family,wrong", [("nvidia", torch.float8_e4m3fnuz), ("gfx942", torch.float8_e4m3fn),
+                                          ("gfx950", torch.float8_e4m3fnuz)])
+def test_fp8_flavour_of_the_device(monkeypatch, family, wrong):
+    """A device family's hardware uses one e4m3 flavour; the other is rejected, never reinterpreted."""
+    monkeypatch.setattr(ckgemm.validate, "device_family", lambda device: family)
+    gen = generator(f"fp8-flavour-{family}")
+    a, b = make_group(4, 8, 16, wrong, "RC", gen)
+    _raises(InvalidTypeError, rf"not the fp8 flavour of device .*family {family}", ckgemm.grouped_gemm, [a], [b])
+
+
+def test_devices_differ():
+    a, b = _groups()
+    b[1] = torch.empty(b[1].shape, dtype=F16, device="meta")
+    _raises(InvalidArgumentError, r"group 1: b\[1\].*is on meta", ckgemm.grouped_gemm, a, b)
+
+
+def test_unknown_layout():
+    a, b = _groups()
+    _raises(InvalidArgumentError, "unknown layout 'CR'", ckgemm.grouped_gemm, a, b, layout="CR")
+
+
+def test_innermost_stride():
+    a, b = _groups(nn=32)
+    a[1] = torch.empty(32, 8, dtype=F16).t()  # [8, 32] view with stride (1, 8)
+    _raises(InvalidArgumentError, r"group 1: a\[1\].*innermost stride must be 1", ckgemm.grouped_gemm, a, b)
+
+
+def test_requires_grad_is_rejected():
+    a, b = _groups()
+    a[0] = a[0].float().requires_grad_().to(F16)
+    _raises(InvalidArgumentError, "not differentiable", ckgemm.grouped_gemm, a, b)
+
+
+def _outputs(a, b, dtype=F16):
+    return [poison((x.shape[0], y.shape[0]), dtype) for x, y in zip(a, b)]
+
+
+def _assert_untouched(outs):
+    for c in outs:
+        assert torch.isnan(c).all(), "a rejected call wrote into an output"
+
+
+@pytest.mark.parametrize("case", ["length", "shape", "dtype", "device", "alias-input", "alias-output",
+                                  "self-overlap", "late-k-mismatch"])
+def test_bad_outputs_raise_and_nothing_is_written(case):
+    a, b = _groups(n=4)
+    outs = _outputs(a, b)
+    pattern, exc = {
+        "length": ("c_list has 3 outputs but there are 4 groups", InvalidArgumentError),
+        "shape": (r"group 1: c\[1\].*must have shape \(8, 16\)", InvalidArgumentError),
+        "dtype": (r"group 2: c\[2\].*must have dtype torch.float16", InvalidTypeError),
+        "device": (r"group 3: c\[3\].*is on meta", InvalidArgumentError),
+        "alias-input": (r"output c\[0\] overlaps a\[0\]", InvalidArgumentError),
+        "alias-output": (r"output c\[\d\] overlaps c\[\d\]", InvalidArgumentError),
+        "self-overlap": (r"group 1: c\[1\].*rows overlap", InvalidArgumentError),
+        "late-k-mismatch": (r"group 3: .*K mismatch", InvalidArgumentError),
+    }[case]
+    given = list(outs)
+    if case == "length":
+        given = given[:3]
+    elif case == "shape":
+        given[1] = poison((8, 15), F16)
+    elif case == "dtype":
+        given[2] = poison((8, 16), torch.float32)
+    elif case == "device":
+        given[3] = torch.empty((8, 16), dtype=F16, device="meta")
+    elif case == "alias-input":
+        big = rand_tensor((8, 32), F16, generator("alias"))
+        a[0] = big
+        given[0] = big[:, :16]
+    elif case == "alias-output":
+        given[2] = given[1]
+    elif case == "self-overlap":
+        given[1] = torch.full((200,), float("nan"), dtype=F16).as_strided((8, 16), (4, 1))
+    elif case == "late-k-mismatch":
+        b[3] = b[3][:, :16].contiguous()
+    _raises(exc, pattern, ckgemm.grouped_gemm_out, a, b, given)
+    _assert_untouched([c for c in outs])
+
+
+def test_column_blocks_of_one_buffer_are_not_an_overlap():
+    """Outputs that are disjoint column blocks of one buffer (leading stride > N) are valid."""
+    a, b = _groups(n=3)
+    buf = poison((8, 48), F16)
+    outs = [buf[:, 16 * g:16 * (g + 1)] for g in range(3)]
+    ckgemm.grouped_gemm_out(a, b, outs)
+    assert torch.isfinite(buf).all()
+
+
+def _packed(layout="RC", groups=3, rows=12, n=16, k=32, dtype=F16):
+    gen = generator(f"packed-validation-{layout}")
+    a = rand_tensor((rows, k), dtype, gen)
+    b = rand_tensor((groups, n, k) if layout == "RC" else (groups, k, n), dtype, gen)
+    return a, b
+
+
+@pytest.mark.parametrize("case,exc,pattern", [
+    ("length", InvalidArgumentError, r"group_sizes \(shape \(2,\).*must be 1-D of length G=3"),
+    ("negative", InvalidArgumentError, r"group 1: group_sizes\[1\] = -2 is negative"),
+    ("sum", InvalidArgumentError, "group_sizes sum to 11 but a has 12 rows"),
+    ("float", InvalidTypeError, r"group_sizes .*must be an int32 or int64 tensor"),
+    ("not-tensor", InvalidTypeError, "group_sizes is a list"),
+    ("b-2d", InvalidArgumentError, r"b \(shape \(16, 32\).*must be 3-D"),
+    ("k", InvalidArgumentError, "K mismatch"),
+    ("out-shape", InvalidArgumentError, r"out \(shape \(12, 15\).*must have shape \(12, 16\)"),
+    ("out-alias", InvalidArgumentError, "out overlaps a"),
+])
+def test_packed_bad_inputs(case, exc, pattern):
+    a, b = _packed()
+    sizes = torch.tensor([4, 4, 4], dtype=torch.int32)
+    out = poison((12, 16), F16)
+    kwargs = {"out": out}
+    if case == "length":
+        sizes = sizes[:2]
+    elif case == "negative":
+        sizes = torch.tensor([8, -2, 6])
+    elif case == "sum":
+        sizes = torch.tensor([4, 4, 3])
+    elif case == "float":
+        sizes = sizes.float()
+    elif case == "not-tensor":
+        sizes = [4, 4, 4]
+    elif case == "b-2d":
+        b = b[0]
+    elif case == "k":
+        a = a[:, :16]
+    elif case == "out-shape":
+        kwargs["out"] = poison((12, 15), F16)
+    elif case == "out-alias":
+        a = rand_tensor((12, 32), F16, generator("packed-alias"))
+        kwargs["out"] = a[:, :16]
+    _raises(exc, pattern, ckgemm.grouped_gemm_packed, a, b, sizes, **kwargs)
+    assert torch.isnan(out).all()
+
+
+def test_unknown_and_unavailable_backends():
+    a, b = _groups()
+    _raises(InvalidArgumentError, "unknown backend 'nope'", ckgemm.grouped_gemm, a, b, backend="nope")
+    for name in ("cutlass", "ck"):
+        with pytest.raises(ckgemm.BackendUnavailableError, match=f"backend '{name}' cannot run on cpu: "):
+            ckgemm.grouped_gemm(a, b, backend=name)
+    assert "torch" in ckgemm.available_backends()
+    status = ckgemm.backend_status("cpu")
+    assert status["torch"] == "available" and status["cutlass"] != "available"
