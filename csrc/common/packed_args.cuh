@@ -1,0 +1,90 @@
+// Device-side argument building for the packed (MoE) form, shared by every backend: one block
+// scans the group sizes and hands each group's descriptor to a backend "sink" functor that writes
+// the backend's own argument format (CUTLASS pointer/shape/stride arrays, CK-tile kernel args).
+// No host sync, so the whole call can be captured in a CUDA/HIP graph and replayed with new sizes.
+//
+// Portable CUDA/HIP C++ (no runtime headers): included by the CUDA runner and by the HIP runner.
+#pragma once
+
+#include "../ckgemm.h"
+
+namespace ckgemm {
+
+constexpr int kPackedBuilderThreads = 1024;
+
+__device__ inline int64_t packed_size_at(const PackedArgs& p, int g) {
+  return p.sizes_are_int64 ? static_cast<const int64_t*>(p.group_sizes)[g]
+                           : static_cast<int64_t>(static_cast<const int32_t*>(p.group_sizes)[g]);
+}
+
+// Sink: __device__ void operator()(int group, const GroupDesc& desc) const.
+// Launch with one block of kPackedBuilderThreads threads.
+template <class Sink>
+__global__ void __launch_bounds__(kPackedBuilderThreads)
+build_packed_groups(PackedArgs p, int a_bytes, int c_bytes, Sink sink) {
+  __shared__ int64_t scan[kPackedBuilderThreads];
+  __shared__ int64_t carry;
+  __shared__ int invalid;
+  const int tid = threadIdx.x;
+  const int threads = blockDim.x;
+
+  // Pass 1: total and sign check.
+  int64_t local_sum = 0;
+  int local_negative = 0;
+  for (int g = tid; g < p.groups; g += threads) {
+    const int64_t s = packed_size_at(p, g);
+    local_sum += s;
+    local_negative |= s < 0;
+  }
+  scan[tid] = local_sum;
+  if (tid == 0) invalid = 0;
+  __syncthreads();
+  if (local_negative) invalid = 1;  // benign race: every writer stores 1
+  for (int stride = threads / 2; stride > 0; stride >>= 1) {
+    if (tid < stride) scan[tid] += scan[tid + stride];
+    __syncthreads();
+  }
+  if (tid == 0) {
+    if (scan[0] != p.rows) invalid = 1;
+    if (p.sizes_ok != nullptr) *p.sizes_ok = invalid ? 0 : 1;
+    carry = 0;
+  }
+  __syncthreads();
+
+  // Pass 2: exclusive prefix sum, one chunk of `threads` groups at a time. Invalid sizes make every
+  // group empty at offset 0, so nothing is read or written out of bounds.
+  const char* a = static_cast<const char*>(p.a);
+  const char* b = static_cast<const char*>(p.b);
+  char* c = static_cast<char*>(p.c);
+  for (int base = 0; base < p.groups; base += threads) {
+    const int g = base + tid;
+    const int64_t s = (g < p.groups && !invalid) ? packed_size_at(p, g) : 0;
+    scan[tid] = s;
+    __syncthreads();
+    for (int offset = 1; offset < threads; offset <<= 1) {
+      const int64_t add = tid >= offset ? scan[tid - offset] : 0;
+      __syncthreads();
+      scan[tid] += add;
+      __syncthreads();
+    }
+    if (g < p.groups) {
+      const int64_t row = carry + scan[tid] - s;
+      GroupDesc d;
+      d.a = a + row * p.lda * a_bytes;
+      d.b = b + static_cast<int64_t>(g) * p.b_group_stride * a_bytes;
+      d.c = c + row * p.ldc * c_bytes;
+      d.m = s;
+      d.n = p.n;
+      d.k = p.k;
+      d.lda = p.lda;
+      d.ldb = p.ldb;
+      d.ldc = p.ldc;
+      sink(g, d);
+    }
+    __syncthreads();
+    if (tid == threads - 1) carry += scan[tid];
+    __syncthreads();
+  }
+}
+
+}  // namespace ckgemm
