@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import backends, validate
+from . import _compile, backends, validate
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,11 @@ def grouped_gemm_packed(a, b, group_sizes, *, layout: str = "RC", out: torch.Ten
     (a bad size fails a device-side assertion, never a silent wrong answer), so the call stays
     free of host syncs and can be captured in a CUDA/HIP graph.
     """
+    if torch.compiler.is_compiling():  # one opaque node for Dynamo; the eager path runs inside it
+        if out is None:
+            return _compile.packed_op(a, b, group_sizes, layout, backend)
+        _compile.packed_out_op(a, b, group_sizes, out, layout, backend)
+        return out
     op = "grouped_gemm_packed"
     problem = validate.validate_packed(op, a, b, group_sizes, layout, out, check_sizes)
     module = backends.select(backend, problem.device)

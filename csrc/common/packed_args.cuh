@@ -12,6 +12,11 @@ namespace ckgemm {
 
 constexpr int kPackedBuilderThreads = 1024;
 
+// A sink that writes nothing: only the size check runs (calls with no GEMM work left).
+struct NullSink {
+  __device__ void operator()(int, const GroupDesc&) const {}
+};
+
 __device__ inline int64_t packed_size_at(const PackedArgs& p, int g) {
   return p.sizes_are_int64 ? static_cast<const int64_t*>(p.group_sizes)[g]
                            : static_cast<int64_t>(static_cast<const int32_t*>(p.group_sizes)[g]);

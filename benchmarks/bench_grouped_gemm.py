@@ -1,0 +1,151 @@
+#!/usr/bin/env python
+"""ckgemm against its peers on this GPU, in one process: every case x dtype, our packed form (and the
+list form for non-MoE cases), each output checked against the harness reference before it is timed.
+
+Timing: ckgemm.testing.bench (device events per call, L2 flushed outside the timed window, median).
+Ceilings (copy bandwidth, dense matmul TFLOP/s) are measured in the same run. Writes JSON and markdown.
+
+    python benchmarks/bench_grouped_gemm.py --json bench.json --markdown bench.md
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import torch
+from tabulate import tabulate
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ckgemm  # noqa: E402
+from ckgemm.testing import Report, bench, check, device_info, grouped_gemm_reference_packed, measure_ceilings  # noqa: E402
+from ckgemm.testing.data import random_tensor  # noqa: E402
+from ckgemm.testing.roofline import group_bytes  # noqa: E402
+
+from cases import all_cases  # noqa: E402
+from peers import PEERS  # noqa: E402
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": None, "int8": torch.int8}
+
+
+def _inputs(case, dtype, device, seed):
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    sizes = case.ms
+    n, k = case.ns[0], case.ks[0]
+    a = random_tensor((sum(sizes), k), dtype, gen).to(device)
+    b = random_tensor((case.groups, n, k), dtype, gen).to(device)
+    return sizes, a, b
+
+
+def _verify(out, a, b, sizes, dtype, k, name):
+    ref = grouped_gemm_reference_packed(a, b, sizes)
+    rule = ckgemm.rule_for(dtype)
+    if rule.exact:
+        check(out, ref.to(torch.int32), name=name)
+    else:
+        starts = [sum(sizes[:g]) for g in range(len(sizes))]
+        check([out[s:s + m] for s, m in zip(starts, sizes)], [ref[s:s + m] for s, m in zip(starts, sizes)],
+              in_dtype=dtype, k=k, name=name)
+
+
+def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
+    sizes, a, b = _inputs(bc.case, dtype, device, args.seed)
+    n, k = bc.case.ns[0], bc.case.ks[0]
+    rule = ckgemm.rule_for(dtype)
+    gs = torch.tensor(sizes, dtype=torch.int32, device=device)
+    out = torch.full((a.shape[0], n), float("nan") if rule.output != torch.int32 else -1, dtype=rule.output,
+                     device=device)
+    ckgemm.grouped_gemm_packed(a, b, gs, out=out)
+    _verify(out, a, b, sizes, dtype, k, f"{bc.name} {dtype_name}")
+    path = ckgemm.last_dispatch()
+    flops = bc.case.flops
+    nbytes = group_bytes(bc.case.shapes, a.element_size(), out.element_size())
+    common = dict(dtype=dtype_name, layout="RC", shape=bc.name, flops=flops, nbytes=nbytes, ceilings=ceilings)
+    timings = {"ckgemm packed": bench(lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out), warmup=args.warmup,
+                                      iters=args.iters, device=device)}
+    if not bc.decode and bc.case.groups <= 8:
+        a_list = list(a.split(sizes))
+        b_list = list(b.unbind(0))
+        c_list = list(out.split(sizes))
+        timings["ckgemm list"] = bench(lambda: ckgemm.grouped_gemm_out(a_list, b_list, c_list), warmup=args.warmup,
+                                       iters=args.iters, device=device)
+    skipped = {}
+    for name, make in PEERS.items():
+        fn, why = make(a, b, sizes)
+        if fn is None:
+            skipped[name] = why
+            continue
+        timings[name] = bench(fn, warmup=args.warmup, iters=args.iters, device=device)
+    ours = timings["ckgemm packed"].median_ms
+    peers = {k: v.median_ms for k, v in timings.items() if not k.startswith("ckgemm")}
+    best_peer = min(peers, key=peers.get) if peers else None
+    for name, t in timings.items():
+        extra = {}
+        if name.startswith("ckgemm"):
+            extra["config"] = str(path).split(": ", 1)[-1]
+            if best_peer is not None:
+                extra["vs_best_peer"] = peers[best_peer] / t.median_ms
+        report.add(op=name, backend=path.backend if name.startswith("ckgemm") else "torch", time=t, **common, **extra)
+    weight_bytes = b.numel() * b.element_size()
+    line = {"case": bc.name, "dtype": dtype_name, "ckgemm ms": ours, "TFLOP/s": flops / ours / 1e9,
+            "best peer": best_peer or "none", "peer ms": peers.get(best_peer), "ratio": (peers[best_peer] / ours)
+            if best_peer else None}
+    if bc.decode:
+        line["weight BW % copy"] = 100 * weight_bytes / (ours / 1e3) / (ceilings.hbm_tbs * 1e12)
+    if bc.dense_size and dtype_name in dense:
+        line["% dense"] = 100 * (flops / ours / 1e9) / dense[dtype_name]
+    if "ckgemm list" in timings:
+        line["list ms"] = timings["ckgemm list"].median_ms
+    line["not run"] = "; ".join(f"{k}: {v}" for k, v in skipped.items() if "only" not in v) or ""
+    return line
+
+
+def dense_tflops(device, size, dtypes, args):
+    """TFLOP/s of one dense size^3 product per dtype (the 'same dtype and size' yardstick)."""
+    from ckgemm.testing.roofline import _matmul_peers
+
+    result = {}
+    for name, fn in _matmul_peers(device, size).items():
+        if name in dtypes:
+            result[name] = 2 * size**3 / (bench(fn, warmup=3, iters=args.iters, device=device).median_ms / 1e3) / 1e12
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dtype", default="bf16,fp16,fp8,int8")
+    parser.add_argument("--cases", default="", help="comma-separated substrings of case names (default: all)")
+    parser.add_argument("--iters", type=int, default=30)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json")
+    parser.add_argument("--markdown")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("benchmarks need a GPU; nothing to do")
+        return 2
+    device = torch.device("cuda")
+    names = [d.strip() for d in args.dtype.split(",") if d.strip()]
+    ceilings = measure_ceilings(device)
+    dense = dense_tflops(device, 4096, names, args)
+    print(f"device {device_info.device_name(device)}; measured ceilings {ceilings.to_dict()}; dense 4096^3 {dense}")
+    report = Report("ckgemm vs peers", meta={**device_info.environment(device), "ceilings": ceilings.to_dict(),
+                                              "dense_4096": dense, "seed": args.seed})
+    lines = []
+    for bc in all_cases(args.seed):
+        if args.cases and not any(s in bc.name for s in args.cases.split(",")):
+            continue
+        for name in names:
+            dtype = DTYPES[name] or ckgemm.fp8_dtype_for(device)
+            lines.append(run_case(bc, name, dtype, device, args, report, ceilings, dense))
+            print(tabulate([lines[-1]], headers="keys", floatfmt=".4g"), flush=True)
+    print(tabulate(lines, headers="keys", floatfmt=".4g"))
+    if args.json:
+        report.write_json(args.json)
+    if args.markdown:
+        report.write_markdown(args.markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""CUDA build: the CUTLASS SM90 extension `ckgemm._C`, one instance per .cu, built in parallel.
+
+CUTLASS headers come from CUTLASS_DIR (a CUTLASS checkout: include/ and tools/util/include/) or the
+`nvidia-cutlass` wheel (`pip install --no-deps nvidia-cutlass==4.2.0.0`). Each instance TU takes
+about 1.5 min and 3.5 GB of RAM to compile (docs/PERF.md), so MAX_JOBS defaults to what RAM allows.
+CKGEMM_DTYPES (e.g. "bf16,fp8") builds a subset of the instances.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CUDA_DIR = ROOT / "csrc" / "cuda"
+GB_PER_JOB = 4.0
+DTYPE_MACROS = {"fp16": "F16", "bf16": "BF16", "fp8": "FP8", "int8": "I8"}
+_INSTANCE_RE = re.compile(r"CKGEMM_INSTANCE\((\w+), (\w+), (\w+), (\w+)\)")
+_ABI_TO_FILTER = {"F16": "fp16", "BF16": "bf16", "FP8_E4M3": "fp8", "I8": "int8"}
+
+
+def cutlass_include_dirs() -> list[str]:
+    """Both CUTLASS include dirs, or SystemExit with how to get them."""
+    root = os.environ.get("CUTLASS_DIR")
+    if root is None:
+        spec = importlib.util.find_spec("cutlass_library")  # the nvidia-cutlass wheel; not imported
+        if spec is not None and spec.submodule_search_locations:
+            root = str(Path(list(spec.submodule_search_locations)[0]) / "source")
+    if root is None:
+        raise SystemExit("ckgemm: CUTLASS headers not found. `pip install --no-deps nvidia-cutlass==4.2.0.0` or set "
+                         "CUTLASS_DIR to a CUTLASS 4.x checkout (or CKGEMM_NATIVE=0 for a pure-Python install)")
+    dirs = [Path(root) / "include", Path(root) / "tools" / "util" / "include"]
+    missing = [str(d) for d in dirs if not d.is_dir()]
+    if missing:
+        raise SystemExit(f"ckgemm: CUTLASS include dirs missing under {root}: {missing}")
+    version = (dirs[0] / "cutlass" / "version.h").read_text()
+    major = int(re.search(r"#define CUTLASS_MAJOR (\d+)", version).group(1))
+    if major < 4:
+        raise SystemExit(f"ckgemm: CUTLASS {major}.x found at {root}; ckgemm needs CUTLASS 4.x (SM90 ptr-array grouped)")
+    return [str(d) for d in dirs]
+
+
+def selected_dtypes() -> set[str]:
+    raw = os.environ.get("CKGEMM_DTYPES", "").strip()
+    if not raw:
+        return set(DTYPE_MACROS)
+    chosen = {d.strip().lower() for d in raw.split(",") if d.strip()}
+    unknown = chosen - set(DTYPE_MACROS)
+    if unknown:
+        raise SystemExit(f"ckgemm: CKGEMM_DTYPES has unknown dtypes {sorted(unknown)}; known: {sorted(DTYPE_MACROS)}")
+    return chosen
+
+
+def instance_sources(dtypes: set[str]) -> list[str]:
+    """The instance .cu files listed in instances.inc whose dtype is selected."""
+    text = (CUDA_DIR / "instances.inc").read_text()
+    names = [m.group(4) for m in _INSTANCE_RE.finditer(text) if _ABI_TO_FILTER[m.group(1)] in dtypes]
+    return [str((CUDA_DIR / f"{n}.cu").relative_to(ROOT)) for n in names]
+
+
+def nvcc_flags(dtypes: set[str]) -> list[str]:
+    flags = ["-O3", "-DNDEBUG", "--expt-relaxed-constexpr",  # torch picks the C++ standard its headers need
+             "-gencode=arch=compute_90a,code=sm_90a",  # wgmma/TMA need sm_90a; names "arch": torch adds none
+             "-DCUTLASS_DEBUG_TRACE_LEVEL=0"]
+    flags += [f"-DCKGEMM_WITH_{macro}={int(name in dtypes)}" for name, macro in DTYPE_MACROS.items()]
+    return flags
+
+
+def default_max_jobs() -> int:
+    try:
+        mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError):
+        mem_gb = 8.0
+    return max(1, min(os.cpu_count() or 1, int(mem_gb // GB_PER_JOB)))
+
+
+def extension(mode: str):
+    from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CUDAExtension
+
+    if CUDA_HOME is None or shutil.which("nvcc", path=os.path.join(CUDA_HOME, "bin")) is None:
+        why = "CUDA torch found but no nvcc (set CUDA_HOME to a CUDA 12.3+ toolkit)"
+        if mode == "on":
+            raise SystemExit(f"ckgemm: CKGEMM_NATIVE=1 but {why}")
+        import warnings
+
+        warnings.warn(f"ckgemm: building without the native extension: {why}")
+        return [], {}
+    os.environ.setdefault("MAX_JOBS", str(default_max_jobs()))
+    dtypes = selected_dtypes()
+    sources = ["csrc/bindings.cpp", "csrc/common/verify.cu", "csrc/cuda/runner.cu"] + instance_sources(dtypes)
+    ext = CUDAExtension(
+        name="ckgemm._C",
+        sources=sources,
+        include_dirs=[str(ROOT / "csrc")] + cutlass_include_dirs(),
+        extra_compile_args={"cxx": ["-O3"], "nvcc": nvcc_flags(dtypes)},
+    )
+    return [ext], {"build_ext": BuildExtension.with_options(use_ninja=True)}

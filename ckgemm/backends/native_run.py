@@ -1,0 +1,123 @@
+"""Turns validated calls into launches of the native extension (`torch.ops.ckgemm.*`).
+
+The C++ side skips empty groups, zero-fills K=0 groups and refuses anything its kernels cannot take;
+this module repacks such groups first (see plan.py) and picks the kernel config, so a call never
+fails for alignment and never returns a wrong answer.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..errors import InvalidArgumentError
+from . import native, plan
+
+_FAKES_REGISTERED = False
+
+
+def _register_fakes() -> None:
+    """Fake (meta) kernels for the C++ ops, for torch.compile and torch.library.opcheck."""
+    global _FAKES_REGISTERED
+    if _FAKES_REGISTERED:
+        return
+    from ..dtypes import rule_for
+
+    @torch.library.register_fake("ckgemm::run_packed")
+    def _run_packed_fake(a, b, group_sizes, layout, config):
+        n = b.shape[1] if layout == 0 else b.shape[2]
+        return a.new_empty((a.shape[0], n), dtype=rule_for(a.dtype).output)
+
+    @torch.library.register_fake("ckgemm::run_packed_out")
+    def _run_packed_out_fake(a, b, group_sizes, out, layout, config):
+        return None
+
+    @torch.library.register_fake("ckgemm::run_list")
+    def _run_list_fake(a, b, c, layout, config):
+        return None
+
+    @torch.library.register_fake("ckgemm::verify_stats")
+    def _verify_stats_fake(out, ref, rtol, atol):
+        from ..testing.verify import STATS_SIZE
+
+        return out.new_empty((STATS_SIZE,), dtype=torch.float64)
+
+    _FAKES_REGISTERED = True
+
+
+if native._C is not None:
+    _register_fakes()
+
+
+def device_reason(name: str, device: torch.device) -> str | None:
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if name == "cutlass":
+        major, minor = torch.cuda.get_device_capability(index)
+        if (major, minor) != (9, 0):
+            return f"it is built for sm_90a (Hopper); {torch.cuda.get_device_name(index)} is sm_{major}{minor}"
+        return None
+    arch = torch.cuda.get_device_properties(index).gcnArchName
+    built = native._C.built_archs() if hasattr(native._C, "built_archs") else []
+    if arch.split(":")[0] not in built:
+        return f"this build targets {built}; the device is {arch} (rebuild with GPU_ARCHS={arch.split(':')[0]})"
+    return None
+
+
+def _paths(backend: str, config: int, shapes, repacked) -> tuple[str, ...]:
+    out = []
+    for (m, n, k), rp in zip(shapes, repacked):
+        if m == 0 or n == 0:
+            out.append("skip:empty")
+        elif k == 0:
+            out.append("zero-k")
+        else:
+            out.append(f"{backend}:{plan.CONFIG_NAME[config]}" + ("+repack" if rp else ""))
+    return tuple(out)
+
+
+def _check_not_capturing(op: str) -> None:
+    if torch.cuda.is_current_stream_capturing():
+        raise InvalidArgumentError(f"{op}: the list forms stage per-group arguments from host memory and cannot be "
+                                   "captured in a CUDA/HIP graph; use grouped_gemm_packed, which builds them on the "
+                                   "device")
+
+
+def run_list(problem, a_list, b_list, c_list) -> tuple[str, ...]:
+    _check_not_capturing("grouped_gemm")
+    backend = native.built_kind()
+    rules = plan.RULES[backend]
+    launches = {problem.layout: ([], [], [])}
+    repacked = []
+    for a, b, c, (m, n, k) in zip(a_list, b_list, c_list, problem.shapes):
+        layout = problem.layout
+        reason = plan.repack_reason(rules, layout, a, b) if m and n and k else None
+        if reason is not None:
+            a, b = plan.repack(a, b, layout)
+            layout = "RC"
+        repacked.append(reason is not None)
+        group = launches.setdefault(layout, ([], [], []))
+        group[0].append(a)
+        group[1].append(b)
+        group[2].append(c)
+    outputs_ok = all(plan.output_takes_large(rules, c) for c in c_list)
+    config = plan.choose_config([m for m, _, _ in problem.shapes], outputs_ok)
+    for layout, (a_sub, b_sub, c_sub) in launches.items():
+        if a_sub:
+            torch.ops.ckgemm.run_list(a_sub, b_sub, c_sub, plan.LAYOUT_CODE[layout], config)
+    return _paths(backend, config, problem.shapes, repacked)
+
+
+def run_packed(problem, a, b, group_sizes, out) -> tuple[str, ...]:
+    backend = native.built_kind()
+    rules = plan.RULES[backend]
+    layout = problem.layout
+    reason = None
+    if problem.k and problem.n and problem.rows:
+        reason = plan.repack_reason(rules, layout, a, b, b.stride(0) if b.shape[0] > 1 else 0)
+    if reason is not None:
+        a, b = plan.repack(a, b, layout)
+        layout = "RC"
+    mean_m = [problem.rows / problem.groups] if problem.sizes is None else list(problem.sizes)
+    config = plan.choose_config(mean_m, plan.output_takes_large(rules, out))
+    torch.ops.ckgemm.run_packed_out(a, b, group_sizes, out, plan.LAYOUT_CODE[layout], config)
+    sizes = problem.sizes if problem.sizes is not None else [1] * problem.groups
+    return _paths(backend, config, [(m, problem.n, problem.k) for m in sizes], [reason is not None] * problem.groups)
+

@@ -1,0 +1,100 @@
+"""Planning for the native backends, in plain Python so it is tested on a CPU: which groups a
+kernel takes as they are, which must be repacked first, and which kernel config runs.
+
+A group the kernel cannot take directly (misaligned base pointer, leading dimension or K; 8-bit RR
+on CUTLASS, whose grouped kernels need K-major B) is repacked into fresh RC tensors with K zero-padded
+to a multiple of 16 elements. Zero padding adds exact zeros to every dot product, so the result is
+the same for every dtype; only the extra copy costs time. The output is never repacked: an output
+the TMA-store epilogue cannot write makes the call use the direct-store (Small) config.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+LAYOUT_CODE = {"RC": 0, "RR": 1}
+LARGE, SMALL = 0, 1
+CONFIG_NAME = {LARGE: "large", SMALL: "small"}
+K_PAD = 16  # elements; 16 bytes for 8-bit inputs, 32 for 16-bit
+
+# Mean rows per non-empty group at or below which the Small (64-row ping-pong) config runs; above
+# it the Large (128-row cooperative) config does. Tuned on the H200 (docs/PERF.md).
+SMALL_MEAN_M = 64
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What a backend's kernels need to take a group without repacking."""
+
+    align_bytes: int  # base pointers, leading dimensions and the contiguous extent
+    native_8bit_rr: bool  # 8-bit inputs with B stored [K, N]
+    output_align_bytes: int  # for the Large config's output (0: any)
+
+
+RULES = {
+    "cutlass": Rules(align_bytes=16, native_8bit_rr=False, output_align_bytes=16),
+    "ck": Rules(align_bytes=4, native_8bit_rr=True, output_align_bytes=0),
+}
+
+
+def _aligned(t: torch.Tensor, ld: int, nbytes: int) -> bool:
+    es = t.element_size()
+    return t.data_ptr() % nbytes == 0 and (ld * es) % nbytes == 0
+
+
+def leading_dim(t: torch.Tensor) -> int:
+    """Row stride in elements, as the bindings compute it (a matrix of <= 1 row uses its width)."""
+    return t.shape[-1] if t.shape[-2] <= 1 else t.stride(-2)
+
+
+def repack_reason(rules: Rules, layout: str, a: torch.Tensor, b: torch.Tensor, b_group_stride: int = 0) -> str | None:
+    """Why a group (or, with 3-D ``b``, every group of a packed call) must be repacked; None if not."""
+    es = a.element_size()
+    k = a.shape[-1]
+    n = b.shape[-2] if layout == "RC" else b.shape[-1]
+    nb = rules.align_bytes
+    if es == 1 and layout == "RR" and not rules.native_8bit_rr:
+        return "8-bit RR: B is transposed to [N, K]"
+    if not _aligned(a, leading_dim(a), nb):
+        return f"A base or leading dimension not {nb}-byte aligned"
+    if not _aligned(b, leading_dim(b), nb) or (b_group_stride * es) % nb:
+        return f"B base or leading dimension not {nb}-byte aligned"
+    if (k * es) % nb:
+        return f"K={k} is not a multiple of {nb} bytes"
+    if layout == "RR" and (n * es) % nb:
+        return f"N={n} (contiguous in RR B) is not a multiple of {nb} bytes"
+    if any(dim >= 2**31 for dim in (a.shape[-2], n, k)):
+        return "a dimension exceeds 2^31-1"
+    return None
+
+
+def output_takes_large(rules: Rules, c: torch.Tensor) -> bool:
+    """Whether the Large config's epilogue can write this output."""
+    nb = rules.output_align_bytes
+    if nb == 0 or c.numel() == 0:
+        return True
+    return _aligned(c, leading_dim(c), nb) and (c.shape[-1] * c.element_size()) % nb == 0
+
+
+def choose_config(ms, outputs_ok: bool) -> int:
+    """Large for big per-group M, Small for small M or an output only direct stores can write."""
+    busy = [m for m in ms if m > 0]
+    if not outputs_ok or not busy:
+        return SMALL
+    return SMALL if sum(busy) / len(busy) <= SMALL_MEAN_M else LARGE
+
+
+def pad_k(x: torch.Tensor, multiple: int = K_PAD) -> torch.Tensor:
+    """A contiguous copy of ``x`` [..., K] with K zero-padded up to a multiple."""
+    k = x.shape[-1]
+    kp = -(-k // multiple) * multiple
+    out = x.new_zeros((*x.shape[:-1], kp))
+    out[..., :k] = x
+    return out
+
+
+def repack(a: torch.Tensor, b: torch.Tensor, layout: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """A and B as RC tensors the kernel always takes: contiguous, K padded with zeros."""
+    b_nk = b if layout == "RC" else b.transpose(-1, -2)
+    return pad_k(a), pad_k(b_nk)

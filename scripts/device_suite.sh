@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The GPU suite in one command, for a lent GPU box with no registry access (see docs/PERF.md for how
+# it is called). Stages, in the order given:
+#   build     compile the extension in place (skipped when ckgemm/_C*.so exists); keeps .ninja_log
+#   test      pytest -m gpu (plus the CPU suite) against the built extension
+#   smoke     op_tests/test_grouped_gemm.py --smoke and --moe
+#   bench     benchmarks/bench_grouped_gemm.py (JSON + markdown)
+#   verify    benchmarks/bench_verify.py (gpu_verify against assert_close and the copy bandwidth)
+#   sanitize  compute-sanitizer memcheck over a reduced GPU suite, racecheck over one case per family
+# Logs and artefacts go to $OUT (default ./.out). Wheels in .whl/ (e.g. nvidia-cutlass) are installed
+# to /tmp/site first, without network.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/.out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 MAX_JOBS=${MAX_JOBS:-16}
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+  [ -d /tmp/site/cutlass_library/source ] && export CUTLASS_DIR=${CUTLASS_DIR:-/tmp/site/cutlass_library/source}
+fi
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+status=0
+run() {  # run <name> <command...>: log to $OUT/<name>.log, remember failure
+  local name=$1; shift
+  echo "== $name: $*"
+  local start=$SECONDS
+  "$@" > "$OUT/$name.log" 2>&1
+  local rc=$?
+  echo "== $name: rc=$rc in $((SECONDS - start)) s"
+  tail -n 25 "$OUT/$name.log"
+  [ $rc -eq 0 ] || status=1
+  return $rc
+}
+
+for stage in "$@"; do
+  case $stage in
+    build)
+      if ls ckgemm/_C*.so >/dev/null 2>&1; then echo "== build: using $(ls ckgemm/_C*.so)"; continue; fi
+      nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw --format=csv > "$OUT/gpu.txt" 2>&1
+      run build /usr/bin/time -v python3 setup.py build_ext --inplace
+      find build -name .ninja_log -exec cp {} "$OUT/ninja_log.txt" \; 2>/dev/null
+      cp ckgemm/_C*.so "$OUT/" 2>/dev/null ;;
+    test)
+      run pytest python3 -m pytest -p ckgemm.testing.pytest_plugin -q -ra tests ;;
+    smoke)
+      run smoke python3 op_tests/test_grouped_gemm.py --smoke
+      run moe python3 op_tests/test_grouped_gemm.py --moe ;;
+    bench)
+      run bench python3 benchmarks/bench_grouped_gemm.py --json "$OUT/bench.json" --markdown "$OUT/bench.md" ;;
+    verify)
+      run verify python3 benchmarks/bench_verify.py --json "$OUT/verify.json" ;;
+    sanitize)
+      run memcheck compute-sanitizer --tool memcheck --error-exitcode 1 python3 -m pytest -p ckgemm.testing.pytest_plugin \
+        -q -x tests/test_gpu_native.py -k "list_and_out_forms or packed_form or misaligned or unaligned_output"
+      run racecheck compute-sanitizer --tool racecheck --error-exitcode 1 python3 scripts/sanitizer_cases.py ;;
+    *) echo "unknown stage $stage"; status=1 ;;
+  esac
+done
+exit $status

@@ -1,0 +1,251 @@
+"""The native backend on a GPU (CUTLASS on sm_90, CK-tile on gfx942/gfx950), checked against the
+harness reference with per-group tolerances from the dtype table (int8 bit-exact). Skipped cleanly
+where no native backend can run."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import ckgemm
+from ckgemm.testing import check, grouped_gemm_reference, grouped_gemm_reference_packed
+from support import generator, poison, rand_tensor
+
+pytestmark = pytest.mark.gpu
+
+DEVICE = "cuda"
+_status = ckgemm.backend_status(DEVICE) if torch.cuda.is_available() else {}
+NATIVE = next((n for n in ("cutlass", "ck") if _status.get(n) == "available"), None)
+if torch.cuda.is_available() and NATIVE is None:
+    pytestmark = [pytest.mark.gpu, pytest.mark.skip(reason=f"no native backend can run here: {_status}")]
+
+M_SHAPES = [0, 1, 17, 63, 65, 100]
+
+
+def _dtypes():
+    if not torch.cuda.is_available():
+        return [torch.float16]
+    return [torch.float16, torch.bfloat16, ckgemm.fp8_dtype_for(DEVICE), torch.int8]
+
+
+DTYPES = _dtypes()
+IDS = [str(d).replace("torch.", "") for d in DTYPES]
+
+
+def _inputs(shapes, dtype, layout, tag):
+    gen = generator(tag)
+    a = [rand_tensor((m, k), dtype, gen, DEVICE) for m, n, k in shapes]
+    b = [rand_tensor((n, k) if layout == "RC" else (k, n), dtype, gen, DEVICE) for m, n, k in shapes]
+    return a, b
+
+
+def _check_list(outs, a, b, layout, dtype, name):
+    rule = ckgemm.rule_for(dtype)
+    refs = grouped_gemm_reference(a, b, layout=layout)
+    if rule.exact:
+        check(outs, [r.to(torch.int32) for r in refs], name=name)
+    else:
+        check(outs, refs, in_dtype=dtype, k=[x.shape[1] for x in a], name=name)
+
+
+def _kernel_paths():
+    return [p for p in ckgemm.last_dispatch().paths if p not in ("skip:empty", "zero-k")]
+
+
+@pytest.mark.parametrize("layout", ["RC", "RR"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_list_and_out_forms(dtype, layout):
+    """Every dtype x layout: M edges, a K=0 group, heterogeneous N/K, NaN-poisoned outputs."""
+    shapes = [(m, 256, 128) for m in M_SHAPES] + [(40, 128, 0), (33, 384, 192), (130, 128, 64)]
+    a, b = _inputs(shapes, dtype, layout, f"gpu-list-{dtype}-{layout}")
+    outs = ckgemm.grouped_gemm(a, b, layout=layout)
+    _check_list(outs, a, b, layout, dtype, "grouped_gemm")
+    assert all(p.startswith(NATIVE) for p in _kernel_paths()), ckgemm.last_dispatch()
+    rule = ckgemm.rule_for(dtype)
+    poisoned = [poison((m, n), rule.output, DEVICE) for m, n, _ in shapes]
+    ckgemm.grouped_gemm_out(a, b, poisoned, layout=layout)
+    _check_list(poisoned, a, b, layout, dtype, "grouped_gemm_out")
+    assert torch.equal(poisoned[6], torch.zeros_like(poisoned[6])), "K=0 must give exact zeros"
+
+
+@pytest.mark.parametrize("layout", ["RC", "RR"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+@pytest.mark.parametrize("size_dtype", [torch.int32, torch.int64], ids=["sizes32", "sizes64"])
+def test_packed_form(dtype, layout, size_dtype):
+    sizes = [0, 1, 17, 63, 0, 65, 100, 300]
+    n, k = 256, 192
+    gen = generator(f"gpu-packed-{dtype}-{layout}")
+    a = rand_tensor((sum(sizes), k), dtype, gen, DEVICE)
+    b = rand_tensor((len(sizes), n, k) if layout == "RC" else (len(sizes), k, n), dtype, gen, DEVICE)
+    rule = ckgemm.rule_for(dtype)
+    out = poison((sum(sizes), n), rule.output, DEVICE)
+    gs = torch.tensor(sizes, dtype=size_dtype, device=DEVICE)
+    ckgemm.grouped_gemm_packed(a, b, gs, layout=layout, out=out)
+    ref = grouped_gemm_reference_packed(a, b, sizes, layout=layout)
+    starts = [sum(sizes[:g]) for g in range(len(sizes))]
+    if rule.exact:
+        check(out, ref.to(torch.int32), name="packed")
+    else:
+        check([out[s:s + m] for s, m in zip(starts, sizes)], [ref[s:s + m] for s, m in zip(starts, sizes)],
+              in_dtype=dtype, k=k, name="packed")
+
+
+@pytest.mark.parametrize("groups", [1, 128])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.int8], ids=["bf16", "int8"])
+def test_group_counts(dtype, groups):
+    gen = generator(f"gpu-g{groups}-{dtype}")
+    ms = torch.randint(0, 90, (groups,), generator=gen).tolist()
+    shapes = [(m, 128, 64) for m in ms]
+    a, b = _inputs(shapes, dtype, "RC", f"gpu-g{groups}-{dtype}-data")
+    _check_list(ckgemm.grouped_gemm(a, b), a, b, "RC", dtype, f"G={groups} list")
+    packed_a = torch.cat(a)
+    out = ckgemm.grouped_gemm_packed(packed_a, torch.stack(b), torch.tensor(ms, device=DEVICE))
+    _check_list(list(out.split(ms)), a, b, "RC", dtype, f"G={groups} packed")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_misaligned_groups_are_repacked_not_wrong(dtype):
+    """Odd K, odd N, row-offset base pointers and padded leading dimensions: the kernel cannot read
+    them with TMA, so they are repacked; results stay right and the dispatch record says so."""
+    gen = generator(f"gpu-misaligned-{dtype}")
+    big_a = rand_tensor((70, 200), dtype, gen, DEVICE)
+    big_b = rand_tensor((300, 200), dtype, gen, DEVICE)
+    a = [big_a[1:18, :127], big_a[:33, 3:131], rand_tensor((9, 64), dtype, gen, DEVICE)]
+    b = [big_b[:129, :127], big_b[5:133, :128], big_b[1:130, 1:65]]
+    outs = ckgemm.grouped_gemm(a, b)
+    _check_list(outs, a, b, "RC", dtype, "misaligned")
+    paths = ckgemm.last_dispatch().paths
+    assert all(p.endswith("+repack") for p in paths), paths
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_unaligned_output_and_config_choice(dtype):
+    """A padded output whose leading dimension the TMA store cannot write runs the direct-store config;
+    large aligned groups run the large config."""
+    rule = ckgemm.rule_for(dtype)
+    a, b = _inputs([(300, 256, 128), (260, 256, 128)], dtype, "RC", f"gpu-config-{dtype}")
+    outs = ckgemm.grouped_gemm(a, b)
+    _check_list(outs, a, b, "RC", dtype, "large")
+    assert all(p == f"{NATIVE}:large" for p in ckgemm.last_dispatch().paths)
+    wide = poison((300, 257), rule.output, DEVICE)
+    wide2 = poison((260, 259), rule.output, DEVICE)
+    given = [wide[:, :256], wide2[:, 1:257]]
+    ckgemm.grouped_gemm_out(a, b, given)
+    _check_list(given, a, b, "RC", dtype, "direct-store")
+    if NATIVE == "cutlass":
+        assert all(p == "cutlass:small" for p in ckgemm.last_dispatch().paths)
+    untouched = poison((300, 1), rule.output, DEVICE)
+    assert torch.equal(wide[:, 256:].contiguous().view(torch.uint8), untouched.view(torch.uint8)), "padding written"
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_repeated_calls_bitwise_equal(dtype):
+    a, b = _inputs([(m, 512, 256) for m in (1, 77, 300)], dtype, "RC", f"gpu-repeat-{dtype}")
+    first = [c.clone() for c in ckgemm.grouped_gemm(a, b)]
+    packed = ckgemm.grouped_gemm_packed(torch.cat(a), torch.stack(b), torch.tensor([1, 77, 300], device=DEVICE))
+    for _ in range(3):
+        for x, y in zip(first, ckgemm.grouped_gemm(a, b)):
+            assert torch.equal(x.view(torch.uint8), y.view(torch.uint8))
+        again = ckgemm.grouped_gemm_packed(torch.cat(a), torch.stack(b), torch.tensor([1, 77, 300], device=DEVICE))
+        assert torch.equal(packed.view(torch.uint8), again.view(torch.uint8))
+
+
+def test_int8_exact_at_large_k():
+    gen = generator("gpu-int8-k8192")
+    a = torch.randint(120, 128, (64, 8192), generator=gen, dtype=torch.int8).to(DEVICE)
+    b = torch.randint(120, 128, (128, 8192), generator=gen, dtype=torch.int8).to(DEVICE)
+    (c,) = ckgemm.grouped_gemm([a], [b])
+    exact = a.cpu().to(torch.int64) @ b.cpu().to(torch.int64).t()
+    assert exact.max() > 2**24
+    assert torch.equal(c.cpu(), exact.to(torch.int32))
+
+
+@pytest.mark.parametrize("layout", ["RC", "RR"])
+def test_graph_capture_and_replay_with_new_sizes(layout):
+    """The packed form builds its arguments on the device: capture once, replay with other sizes
+    that sum to the same total, and every replay matches the reference."""
+    dtype = torch.bfloat16
+    gen = generator(f"gpu-graph-{layout}")
+    total, groups, n, k = 512, 8, 256, 128
+    a = rand_tensor((total, k), dtype, gen, DEVICE)
+    b = rand_tensor((groups, n, k) if layout == "RC" else (groups, k, n), dtype, gen, DEVICE)
+    sizes = torch.full((groups,), total // groups, dtype=torch.int32, device=DEVICE)
+    out = torch.empty((total, n), dtype=dtype, device=DEVICE)
+    ckgemm.grouped_gemm_packed(a, b, sizes, layout=layout, out=out)  # warm up outside capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        ckgemm.grouped_gemm_packed(a, b, sizes, layout=layout, out=out)
+    for trial in range(3):
+        split = torch.multinomial(torch.ones(groups), total, replacement=True, generator=gen).bincount(minlength=groups)
+        split[trial] += split[-1]  # leave an empty expert at the end
+        split[-1] = 0
+        sizes.copy_(split.to(torch.int32))
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        ref = grouped_gemm_reference_packed(a, b, split.tolist(), layout=layout)
+        check(out, ref, in_dtype=dtype, k=k, name=f"replay {trial}")
+
+
+def test_list_form_refuses_graph_capture():
+    a, b = _inputs([(8, 128, 64)], torch.bfloat16, "RC", "gpu-capture-list")
+    graph = torch.cuda.CUDAGraph()
+    with pytest.raises(ckgemm.InvalidArgumentError, match="cannot be captured"):
+        with torch.cuda.graph(graph):
+            ckgemm.grouped_gemm(a, b)
+
+
+def test_opcheck_native_ops():
+    gen = generator("gpu-opcheck")
+    a = rand_tensor((40, 64), torch.bfloat16, gen, DEVICE)
+    b = rand_tensor((3, 128, 64), torch.bfloat16, gen, DEVICE)
+    gs = torch.tensor([10, 0, 30], dtype=torch.int32, device=DEVICE)
+    out = torch.empty((40, 128), dtype=torch.bfloat16, device=DEVICE)
+    torch.library.opcheck(torch.ops.ckgemm.run_packed.default, (a, b, gs, 0, 1))
+    torch.library.opcheck(torch.ops.ckgemm.run_packed_out.default, (a, b, gs, out, 0, 0))
+    torch.library.opcheck(torch.ops.ckgemm.run_list.default, ([a[:10], a[10:]], [b[0], b[1]],
+                                                              [out[:10], out[10:]], 0, 1))
+
+
+def test_torch_compile_fullgraph_packed():
+    gen = generator("gpu-compile")
+    a = rand_tensor((96, 128), torch.bfloat16, gen, DEVICE)
+    b = rand_tensor((4, 256, 128), torch.bfloat16, gen, DEVICE)
+    gs = torch.tensor([10, 50, 0, 36], device=DEVICE)
+
+    def moe(a, b, gs):
+        return torch.relu(ckgemm.grouped_gemm_packed(a, b, gs))
+
+    compiled = torch.compile(moe, fullgraph=True)
+    assert torch.equal(compiled(a, b, gs), moe(a, b, gs))
+
+
+def test_bad_device_sizes_fail_loudly():
+    """Sizes on the device are checked on the device: a bad one is a device-side assertion (the
+    process's CUDA context is lost), never a silently wrong result. Runs in a subprocess."""
+    code = textwrap.dedent("""
+        import torch, ckgemm
+        a = torch.randn(10, 64, device="cuda").to(torch.bfloat16)
+        b = torch.randn(2, 128, 64, device="cuda").to(torch.bfloat16)
+        ckgemm.grouped_gemm_packed(a, b, torch.tensor([4, 5], device="cuda"))
+        torch.cuda.synchronize()
+        print("NO ERROR")
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0 and "NO ERROR" not in proc.stdout, proc.stdout + proc.stderr
+    assert "group_sizes" in proc.stderr or "assert" in proc.stderr.lower(), proc.stderr[-2000:]
+    with pytest.raises(ckgemm.InvalidArgumentError, match="sum to 9 but a has 10 rows"):
+        a = torch.zeros(10, 64, device=DEVICE, dtype=torch.bfloat16)
+        b = torch.zeros(2, 128, 64, device=DEVICE, dtype=torch.bfloat16)
+        ckgemm.grouped_gemm_packed(a, b, torch.tensor([4, 5], device=DEVICE), check_sizes=True)
+
+
+def test_wrong_fp8_flavour_is_rejected_on_this_device():
+    other = torch.float8_e4m3fnuz if ckgemm.fp8_dtype_for(DEVICE) == torch.float8_e4m3fn else torch.float8_e4m3fn
+    a = torch.zeros(4, 32, device=DEVICE).to(other)
+    with pytest.raises(ckgemm.InvalidTypeError, match="not the fp8 flavour"):
+        ckgemm.grouped_gemm([a], [a])
