@@ -70,17 +70,29 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
         timings["ckgemm list"] = bench(lambda: ckgemm.grouped_gemm_out(a_list, b_list, c_list), warmup=args.warmup,
                                        iters=args.iters, device=device)
     skipped = {}
-    for name, make in PEERS.items():
+    peer_fns = {}
+    for name, make in ({} if args.only_ours else PEERS).items():
         fn, why = make(a, b, sizes)
         if fn is None:
             skipped[name] = why
             continue
+        peer_fns[name] = fn
         timings[name] = bench(fn, warmup=args.warmup, iters=args.iters, device=device)
+    graph = {}
+    if args.graph:  # kernel time without host overhead: what a CUDA-graph serving loop sees
+        capturable = {k: v for k, v in peer_fns.items() if not (k == "torch._grouped_mm" and dtype != torch.bfloat16)}
+        for k in set(peer_fns) - set(capturable):  # torch._grouped_mm syncs the host for non-bf16 dtypes
+            skipped[f"{k} (graph)"] = "host-synchronising fallback, not capturable"
+        for name, fn in {"ckgemm packed": lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out), **capturable}.items():
+            try:
+                graph[name] = bench(fn, warmup=args.warmup, iters=args.iters, device=device, graph=True).median_ms
+            except RuntimeError as exc:  # a peer that syncs the host cannot be captured
+                skipped[f"{name} (graph)"] = str(exc).splitlines()[0][:80]
     ours = timings["ckgemm packed"].median_ms
     peers = {k: v.median_ms for k, v in timings.items() if not k.startswith("ckgemm")}
     best_peer = min(peers, key=peers.get) if peers else None
     for name, t in timings.items():
-        extra = {}
+        extra = {"graph_ms": graph[name]} if name in graph else {}
         if name.startswith("ckgemm"):
             extra["config"] = str(path).split(": ", 1)[-1]
             if best_peer is not None:
@@ -96,6 +108,11 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
         line["% dense"] = 100 * (flops / ours / 1e9) / dense[dtype_name]
     if "ckgemm list" in timings:
         line["list ms"] = timings["ckgemm list"].median_ms
+    if graph:
+        peers_g = {k: v for k, v in graph.items() if k != "ckgemm packed"}
+        best_g = min(peers_g, key=peers_g.get) if peers_g else None
+        line["graph ms"] = graph.get("ckgemm packed")
+        line["graph ratio"] = peers_g[best_g] / graph["ckgemm packed"] if best_g and "ckgemm packed" in graph else None
     line["not run"] = "; ".join(f"{k}: {v}" for k, v in skipped.items() if "only" not in v) or ""
     return line
 
@@ -118,6 +135,8 @@ def main() -> int:
     parser.add_argument("--iters", type=int, default=30)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--graph", action="store_true", help="also time CUDA-graph replays (no host overhead)")
+    parser.add_argument("--only-ours", action="store_true", help="skip the peers (tuning runs)")
     parser.add_argument("--json")
     parser.add_argument("--markdown")
     args = parser.parse_args()

@@ -30,22 +30,26 @@ class Rows(NamedTuple):
 
 
 def rows_of(name: str, t: torch.Tensor) -> Rows | None:
-    """Row model of a 2-D or 3-D tensor whose innermost stride is 1; None if it holds no element."""
-    if t.numel() == 0:
+    """Row model of a 1-D, 2-D or 3-D tensor whose innermost stride is 1; None if it holds no element.
+    (Called on every validated call: few tensor attribute reads, no tensor ops.)"""
+    shape = tuple(t.shape)
+    if 0 in shape:
         return None
+    stride = t.stride()
     es = t.element_size()
     base = t.data_ptr()
-    if t.dim() == 3 and t.shape[0] > 1 and t.stride(0) != t.shape[1] * t.stride(1):
-        # Irregular batch stride: one conservative row covering the whole span.
-        span = sum((s - 1) * st for s, st in zip(t.shape, t.stride())) + 1
-        return Rows(name, base, 1, 0, span * es)
-    if t.dim() == 3:
-        t = t.reshape(-1, t.shape[-1]) if t.shape[0] > 1 else t[0]
-    if t.dim() == 1:
-        return Rows(name, base, 1, 0, t.shape[0] * es)
-    count, width = t.shape
-    stride = t.stride(0) if count > 1 else 0
-    return Rows(name, base, count, stride * es, width * es)
+    if len(shape) == 1:
+        return Rows(name, base, 1, 0, shape[0] * es)
+    if len(shape) == 3:
+        groups, rows, width = shape
+        if groups > 1 and stride[0] != rows * stride[1]:
+            # Irregular batch stride: one conservative row covering the whole span.
+            span = sum((n - 1) * st for n, st in zip(shape, stride)) + 1
+            return Rows(name, base, 1, 0, span * es)
+        count, row_stride = groups * rows, stride[1]
+    else:
+        (count, width), row_stride = shape, stride[0]
+    return Rows(name, base, count, row_stride * es if count > 1 else 0, width * es)
 
 
 def _rows_overlap(x: Rows, y: Rows) -> bool:

@@ -75,7 +75,7 @@ def grouped_gemm_packed(a, b, group_sizes, *, layout: str = "RC", out: torch.Ten
 
     Group sizes on the CPU are checked on the host. Sizes on a GPU are not read back unless
     ``check_sizes=True`` (one host sync): the native backends check them on the device instead
-    (a bad size fails a device-side assertion, never a silent wrong answer), so the call stays
+    (a bad size stops the argument-building kernel with a message, never a silent wrong answer), so the call stays
     free of host syncs and can be captured in a CUDA/HIP graph.
     """
     if torch.compiler.is_compiling():  # one opaque node for Dynamo; the eager path runs inside it

@@ -64,9 +64,10 @@ def _check_tensor(op, group, name, t, ndim: int) -> None:
             f"{op}: " + (f"group {group}: " if group is not None else "")
             + f"{name} is a {type(t).__name__}, not a torch.Tensor"
         )
-    if t.dim() != ndim:
-        _fail(op, group, name, t, f"must be {ndim}-D, got {t.dim()}-D")
-    if t.numel() > 0 and t.shape[-1] > 1 and t.stride(-1) != 1:
+    shape = t.shape
+    if len(shape) != ndim:
+        _fail(op, group, name, t, f"must be {ndim}-D, got {len(shape)}-D")
+    if shape[-1] > 1 and t.stride(-1) != 1 and 0 not in shape:
         _fail(op, group, name, t, "innermost stride must be 1 (row-major rows); call .contiguous() first")
     if t.requires_grad and torch.is_grad_enabled():
         _fail(op, group, name, t, "requires grad, but ckgemm ops are not differentiable; "

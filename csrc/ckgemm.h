@@ -71,8 +71,10 @@ struct PackedArgs {
   int64_t rows, n, k;
   int64_t lda, ldb, ldc;
   int64_t b_group_stride;
-  int32_t* sizes_ok;  // device int32: the builder writes 1 when the sizes are valid, 0 when one is
-                      // negative or they do not sum to `rows` (every group then runs with m = 0)
+  int32_t* sizes_ok;  // device int32 or null. Non-null: the builder writes 1 when the sizes are valid,
+                      // 0 when one is negative or they do not sum to `rows` (every group then runs
+                      // with m = 0). Null: invalid sizes print a message and trap the kernel (the
+                      // stream's next sync raises), which costs no extra launch.
 };
 
 // Scratch the caller allocates: device memory (on the launch stream) and pinned host memory that

@@ -1,49 +1,127 @@
 #!/usr/bin/env python
-"""Minimal smoke run of ckgemm (replaced by the full harness CLI): every dtype x layout on the best
-backend here, checked against a float64/int64 computation; exits non-zero on any failure."""
-import argparse
+"""Check and time ckgemm's grouped GEMM on this machine: every case against ckgemm.testing's reference
+(CK-tile tolerances per group, int8 exact, NaN-poisoned outputs), bad inputs as pass/fail checks, and
+timings beside the peers available here. Exits non-zero on any failure. Run with --help for options."""
+from __future__ import annotations
+
 import sys
+import time
+from pathlib import Path
 
-import torch
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the helper package beside this file
 
-import ckgemm
+import torch  # noqa: E402
+
+import ckgemm  # noqa: E402
+from ckgemm.testing import Report, baseline, device_info, roofline  # noqa: E402
+from grouped_gemm_cli.args import parse_args  # noqa: E402
+from grouped_gemm_cli.bad_input import run_bad_inputs  # noqa: E402
+from grouped_gemm_cli.correctness import run_correctness  # noqa: E402
+from grouped_gemm_cli.perf import time_run, work  # noqa: E402
+from grouped_gemm_cli.plan import make_plan  # noqa: E402
+
+SMOKE_TIMING = {"warmup": 1, "repeat": 3}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--smoke", action="store_true")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--backend", default=None)
-    args = parser.parse_args()
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    gen = torch.Generator().manual_seed(args.seed)
-    print(f"seed {args.seed}; device {device}; backends {ckgemm.available_backends(device)}")
+def _header(args, plan) -> None:
+    backend = args.backend or (ckgemm.available_backends(plan.device) or ["?"])[0]
+    print(f"ckgemm grouped GEMM: seed {args.seed}; device {device_info.device_name(plan.device)}; backend {backend}; "
+          f"torch {torch.__version__}; dtypes {[n for n, _ in plan.dtypes]}; layouts {list(plan.layouts)}; "
+          f"{len(plan.items)} shape case(s)")
+
+
+def run_cases(args, plan, report: Report, ceilings) -> int:
     failures = 0
-    for rule in ckgemm.DTYPE_TABLE:
-        if ckgemm.device_family(device) not in rule.families:
-            continue
-        for layout in ("RC", "RR"):
-            shapes = [(1, 64, 32), (17, 128, 64), (100, 96, 128), (0, 64, 32)]
-            a = [torch.randn(m, k, generator=gen).mul(2).to(rule.input).to(device) for m, n, k in shapes]
-            b = [torch.randn(*((n, k) if layout == "RC" else (k, n)), generator=gen).mul(2).to(rule.input).to(device)
-                 for m, n, k in shapes]
-            if rule.exact:
-                a = [torch.randint(-128, 128, x.shape, generator=gen, dtype=torch.int8).to(device) for x in a]
-                b = [torch.randint(-128, 128, x.shape, generator=gen, dtype=torch.int8).to(device) for x in b]
-            outs = ckgemm.grouped_gemm(a, b, layout=layout, backend=args.backend)
-            ok = True
-            for x, y, c in zip(a, b, outs):
-                yk = (y.t() if layout == "RC" else y).cpu().double()
-                ref = x.cpu().double() @ yk
-                if rule.exact:
-                    ok &= torch.equal(c.cpu(), ref.long().to(torch.int32))
-                else:
-                    tol = 2.0 ** -(rule.mantissa_bits if rule.output != torch.float32 else 20) * (1 + ref.abs())
-                    ok &= bool(((c.cpu().double() - ref).abs() <= tol).all())
-            failures += not ok
-            print(f"{rule.name:9s} {layout}: {'PASS' if ok else 'FAIL'} ({ckgemm.last_dispatch()})")
-    print("FAILED" if failures else "ALL PASSED")
-    return 1 if failures else 0
+    timing = SMOKE_TIMING if args.smoke else {"warmup": args.warmup, "repeat": args.repeat}
+    for name, dtype in plan.dtypes:
+        out_dtype = ckgemm.rule_for(dtype).output
+        for layout in plan.layouts:
+            for item in plan.items:
+                outcome, prepared = run_correctness(item.case, dtype, name, layout, item.form, args.seed, plan.device,
+                                                    args.backend)
+                failures += not outcome.passed
+                status = "PASS" if outcome.passed else "FAIL"
+                print(f"{status} {name:4s} {layout} {item.form:6s} {item.case}  [{outcome.dispatch}]")
+                if not outcome.passed:
+                    print(outcome.report)
+                row = dict(op=f"grouped_gemm_{item.form}", backend=args.backend or "auto", dtype=name, layout=layout,
+                           shape=item.case.id, config=item.case.purpose, error=outcome.summary, passed=outcome.passed)
+                if outcome.passed and item.perf and not args.no_perf and item.case.flops > 0:
+                    flops, nbytes = work(item.case, dtype, out_dtype)
+                    timed = time_run(prepared, item.case, dtype, timing["warmup"], timing["repeat"], plan.device)
+                    row.update(time=timed["time"], flops=flops, nbytes=nbytes, ceilings=ceilings, **timed["columns"])
+                    print(f"     perf: {timed['time']}; " + "; ".join(timed["notes"]))
+                report.add(**row)
+    return failures
+
+
+def run_bad(args, plan, report: Report) -> int:
+    failures = 0
+    for name, passed, detail in run_bad_inputs(plan.device, args.seed):
+        failures += not passed
+        print(f"{'PASS' if passed else 'FAIL'} bad input: {name}" + ("" if passed else f": {detail}"))
+        report.add(op="bad_input", backend=args.backend or "auto", dtype="", shape=name, passed=passed)
+    return failures
+
+
+def gate(args, report: Report) -> int:
+    if not args.baseline:
+        return 0
+    path = Path(args.baseline)
+    if not path.exists():
+        baseline.save_baseline(report, path)
+        print(f"baseline written to {path} (no baseline existed)")
+        return 0
+    comparison = baseline.compare(report, path)
+    print(comparison)
+    return 0 if comparison.ok else 1
+
+
+def main(argv=None) -> int:
+    # CPU runs: oneDNN JIT-compiles a matmul kernel per new shape (~10 ms each) and the smoke set visits a
+    # hundred shapes, so use MKL's sgemm; and the smoke's tiny tensors gain nothing from intra-op threads,
+    # whose wake-ups cost milliseconds on a busy machine. Neither setting affects GPU work.
+    saved = torch.backends.mkldnn.enabled, torch.get_num_threads()
+    torch.backends.mkldnn.enabled = False
+    if "--smoke" in (sys.argv[1:] if argv is None else argv):
+        torch.set_num_threads(1)
+    try:
+        return _main(argv)
+    finally:
+        torch.backends.mkldnn.enabled = saved[0]
+        torch.set_num_threads(saved[1])
+
+
+def _main(argv) -> int:
+    args = parse_args(argv)
+    started = time.perf_counter()
+    plan = make_plan(args)
+    if args.backend is not None:
+        reason = ckgemm.backend_status(plan.device).get(args.backend, f"unknown backend {args.backend!r}")
+        if reason != "available":
+            print(f"--backend {args.backend}: cannot run on {plan.device}: {reason}")
+            return 2
+    _header(args, plan)
+    ceilings = roofline.peak_for_device(plan.device)
+    report = Report("ckgemm grouped GEMM", meta={**device_info.environment(plan.device), "seed": args.seed,
+                                                 "backend": args.backend or "auto", "argv": " ".join(argv or sys.argv[1:])})
+    failures = run_cases(args, plan, report, ceilings)
+    if args.bad_input or args.smoke:
+        failures += run_bad(args, plan, report)
+    timed = [r for r in report.rows if "median_ms" in r]
+    if timed:
+        perf = Report(report.title, rows=timed)
+        print(perf.table())
+    if args.json:
+        print(f"report: {report.write_json(args.json)}")
+    if args.markdown:
+        print(f"report: {report.write_markdown(args.markdown)}")
+    regression = gate(args, report)
+    elapsed = time.perf_counter() - started
+    verdict = "ALL PASSED" if not failures and not regression else (
+        f"FAILED: {failures} failure(s)" + (", perf regression" if regression else ""))
+    print(f"{verdict} ({elapsed:.1f} s)")
+    return 1 if failures or regression else 0
 
 
 if __name__ == "__main__":

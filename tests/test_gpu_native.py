@@ -225,8 +225,8 @@ def test_torch_compile_fullgraph_packed():
 
 
 def test_bad_device_sizes_fail_loudly():
-    """Sizes on the device are checked on the device: a bad one is a device-side assertion (the
-    process's CUDA context is lost), never a silently wrong result. Runs in a subprocess."""
+    """Sizes on the device are checked on the device: a bad one traps the argument builder with a
+    message (the process's CUDA context is lost), never a silently wrong result. Runs in a subprocess."""
     code = textwrap.dedent("""
         import torch, ckgemm
         a = torch.randn(10, 64, device="cuda").to(torch.bfloat16)
@@ -237,7 +237,7 @@ def test_bad_device_sizes_fail_loudly():
     """)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0 and "NO ERROR" not in proc.stdout, proc.stdout + proc.stderr
-    assert "group_sizes" in proc.stderr or "assert" in proc.stderr.lower(), proc.stderr[-2000:]
+    assert "group_sizes" in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-2000:]
     with pytest.raises(ckgemm.InvalidArgumentError, match="sum to 9 but a has 10 rows"):
         a = torch.zeros(10, 64, device=DEVICE, dtype=torch.bfloat16)
         b = torch.zeros(2, 128, 64, device=DEVICE, dtype=torch.bfloat16)

@@ -32,8 +32,20 @@ def available_backends(device: torch.device | str | None = None) -> list[str]:
     return [n for n in BACKEND_NAMES if unavailable_reason(n, dev) is None]
 
 
+_SELECTED: dict = {}
+
+
 def select(backend: str | None, device: torch.device):
-    """The backend module to run on ``device``: the one asked for, or the best available."""
+    """The backend module to run on ``device``: the one asked for, or the best available. What a
+    device can run does not change within a process, so successful choices are cached."""
+    key = (backend, device)
+    module = _SELECTED.get(key)
+    if module is None:
+        module = _SELECTED[key] = _select(backend, device)
+    return module
+
+
+def _select(backend: str | None, device: torch.device):
     if backend is not None:
         module = _module(backend)
         reason = module.unavailable_reason(device)

@@ -84,7 +84,8 @@ def run_list(problem, a_list, b_list, c_list) -> tuple[str, ...]:
     _check_not_capturing("grouped_gemm")
     backend = native.built_kind()
     rules = plan.RULES[backend]
-    launches = {problem.layout: ([], [], [])}
+    home = plan.native_layout(rules, problem.layout, problem.rule.input.itemsize)
+    launches = {home: ([], [], [])}
     repacked = []
     for a, b, c, (m, n, k) in zip(a_list, b_list, c_list, problem.shapes):
         layout = problem.layout
@@ -92,6 +93,11 @@ def run_list(problem, a_list, b_list, c_list) -> tuple[str, ...]:
         if reason is not None:
             a, b = plan.repack(a, b, layout)
             layout = "RC"
+        elif layout != home:  # nothing to multiply, and no kernel for this layout: hand over as RC
+            if m == 0 or n == 0:
+                repacked.append(False)
+                continue  # nothing to write either
+            b, layout = b.new_empty((n, 0)), home  # K = 0: the runner zero-fills C
         repacked.append(reason is not None)
         group = launches.setdefault(layout, ([], [], []))
         group[0].append(a)
@@ -114,6 +120,11 @@ def run_packed(problem, a, b, group_sizes, out) -> tuple[str, ...]:
         reason = plan.repack_reason(rules, layout, a, b, b.stride(0) if b.shape[0] > 1 else 0)
     if reason is not None:
         a, b = plan.repack(a, b, layout)
+        layout = "RC"
+    elif layout != plan.native_layout(rules, layout, a.element_size()):
+        # Nothing to multiply (K, N or every size is 0) and no kernel for this layout: any B of the
+        # right RC shape will do, as the runner only zero-fills or validates the sizes.
+        b = b.new_empty((1, 1, max(problem.k, 1)))[..., :problem.k].expand(problem.groups, problem.n, problem.k)
         layout = "RC"
     mean_m = [problem.rows / problem.groups] if problem.sizes is None else list(problem.sizes)
     config = plan.choose_config(mean_m, plan.output_takes_large(rules, out))

@@ -48,6 +48,12 @@ def leading_dim(t: torch.Tensor) -> int:
     return t.shape[-1] if t.shape[-2] <= 1 else t.stride(-2)
 
 
+def native_layout(rules: Rules, layout: str, element_size: int) -> str:
+    """The layout the backend's kernels run for a call of ``layout``: RC when it has no kernel for
+    ``layout`` with this element size (8-bit RR on CUTLASS), else ``layout`` itself."""
+    return "RC" if element_size == 1 and layout == "RR" and not rules.native_8bit_rr else layout
+
+
 def repack_reason(rules: Rules, layout: str, a: torch.Tensor, b: torch.Tensor, b_group_stride: int = 0) -> str | None:
     """Why a group (or, with 3-D ``b``, every group of a packed call) must be repacked; None if not."""
     es = a.element_size()

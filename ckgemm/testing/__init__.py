@@ -1,1 +1,52 @@
-"""ckgemm.testing: a harness for checking and timing grouped-GEMM-like kernels."""
+"""ckgemm.testing: a harness for checking and timing grouped-GEMM-like kernels (any kernel, not only ckgemm's).
+
+One module per idea; this package never imports ckgemm's ops, so it judges them from outside:
+
+- ``numeric``  calc_diff, error_stats, CK-tile's tolerance model
+- ``check``    check(out, ref, ...): hard-fails with a per-group report
+- ``quant``    fp8 (e4m3fn / e4m3fnuz) per-token / per-block / per-channel, fp4 e2m1, int8; exact dequant
+- ``reference`` grouped GEMM reference from exactly the quantized operands (fp32 / fp64 / exact int)
+- ``shapes``   seeded shape generators with purpose labels (uniform, variable, MoE splits, edges, sweeps)
+- ``data``     seeded inputs and NaN-poisoned outputs
+- ``bench``    device-event timing, cold caches, graph replay, paired A/B
+- ``roofline`` datasheet and measured ceilings, FLOPs and bytes of real sizes
+- ``report``, ``baseline``, ``plot``   tables, markdown/JSON, regression gate, roofline PNG
+- ``verify``   gpu_verify: on-device statistics (fused kernel in csrc/common/verify.cuh, torch fallback)
+- ``device_info``  device name, cache sizes, clocks and power
+
+Functions that share their module's name (``bench``, ``check``) are the functions here; import the
+modules as ``from ckgemm.testing.bench import ...`` when you need their other names.
+"""
+from . import baseline, data, device_info, quant, roofline, shapes
+from .baseline import compare, load_baseline, save_baseline
+from .bench import BenchResult, PairedResult, bench, paired_ab, rotating_copies
+from .check import CheckReport, check, group_tolerance
+from .data import group_inputs, packed_inputs, poisoned, random_tensor
+from .numeric import ErrorStats, calc_diff, error_stats, mismatch_mask, tolerance
+from .plot import plot_roofline
+from .quant import (
+    Quantized,
+    cast_to_fp4,
+    cast_to_fp8,
+    cast_to_int8,
+    ceil_to_ue8m0,
+    dequant,
+    per_block_cast_to_fp8,
+    per_channel_cast_to_fp8,
+    per_token_cast_to_fp8,
+)
+from .reference import gemm_reference, grouped_gemm_reference, grouped_gemm_reference_packed
+from .report import Report
+from .roofline import Ceilings, measure_ceilings, peak_for_device
+from .shapes import Case
+from .verify import VerifyStats, gpu_verify
+
+__all__ = [
+    "BenchResult", "Case", "Ceilings", "CheckReport", "ErrorStats", "PairedResult", "Quantized", "Report",
+    "VerifyStats", "baseline", "bench", "calc_diff", "cast_to_fp4", "cast_to_fp8", "cast_to_int8",
+    "ceil_to_ue8m0", "check", "compare", "data", "dequant", "device_info", "error_stats", "gemm_reference",
+    "gpu_verify", "group_inputs", "group_tolerance", "grouped_gemm_reference", "grouped_gemm_reference_packed",
+    "load_baseline", "measure_ceilings", "mismatch_mask", "packed_inputs", "paired_ab", "peak_for_device",
+    "per_block_cast_to_fp8", "per_channel_cast_to_fp8", "per_token_cast_to_fp8", "plot_roofline", "poisoned",
+    "quant", "random_tensor", "roofline", "rotating_copies", "save_baseline", "shapes", "tolerance",
+]

@@ -6,11 +6,19 @@
 // Portable CUDA/HIP C++ (no runtime headers): included by the CUDA runner and by the HIP runner.
 #pragma once
 
+#include <cstdio>
+
 #include "../ckgemm.h"
 
 namespace ckgemm {
 
 constexpr int kPackedBuilderThreads = 1024;
+
+#if defined(__HIP_PLATFORM_AMD__) || defined(__HIPCC__)
+#define CKGEMM_DEVICE_TRAP() __builtin_trap()
+#else
+#define CKGEMM_DEVICE_TRAP() __trap()
+#endif
 
 // A sink that writes nothing: only the size check runs (calls with no GEMM work left).
 struct NullSink {
@@ -51,7 +59,14 @@ build_packed_groups(PackedArgs p, int a_bytes, int c_bytes, Sink sink) {
   }
   if (tid == 0) {
     if (scan[0] != p.rows) invalid = 1;
-    if (p.sizes_ok != nullptr) *p.sizes_ok = invalid ? 0 : 1;
+    if (p.sizes_ok != nullptr) {
+      *p.sizes_ok = invalid ? 0 : 1;
+    } else if (invalid) {
+      // No flag to report through: fail loudly here (the stream's next sync raises), never compute.
+      printf("ckgemm: group_sizes has a negative entry or sums to %lld, not a's %lld rows\n",
+             static_cast<long long>(scan[0]), static_cast<long long>(p.rows));
+      CKGEMM_DEVICE_TRAP();
+    }
     carry = 0;
   }
   __syncthreads();

@@ -17,7 +17,7 @@ const T* typed(const at::Tensor& t) {
 }
 
 template <class TOut>
-void launch_for_ref(const at::Tensor& out, const at::Tensor& ref, double rtol, double atol, verify::Result* scratch,
+void launch_for_ref(const at::Tensor& out, const at::Tensor& ref, double rtol, double atol, verify::Partial* scratch,
                     double* stats, int grid, cudaStream_t stream) {
   const int64_t n = out.numel();
   switch (ref.scalar_type()) {
@@ -38,12 +38,12 @@ at::Tensor verify_stats(const at::Tensor& out, const at::Tensor& ref, double rto
   TORCH_CHECK(out.sizes() == ref.sizes(), "ckgemm::verify_stats: shapes differ: ", out.sizes(), " vs ", ref.sizes());
   TORCH_CHECK(out.is_contiguous() && ref.is_contiguous(), "ckgemm::verify_stats: tensors must be contiguous");
   c10::cuda::CUDAGuard guard(out.device());
-  at::Tensor scratch = at::empty({static_cast<int64_t>(sizeof(verify::Result))}, out.options().dtype(at::kByte));
-  at::Tensor stats = at::empty({verify::kStatsSize}, out.options().dtype(at::kDouble));
   int sms = 0;
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, out.get_device()));
   const int grid = verify::suggested_grid(out.numel(), sms);
-  auto* res = reinterpret_cast<verify::Result*>(scratch.data_ptr());
+  at::Tensor scratch = at::empty({static_cast<int64_t>(grid * sizeof(verify::Partial))}, out.options().dtype(at::kByte));
+  at::Tensor stats = at::empty({verify::kStatsSize}, out.options().dtype(at::kDouble));
+  auto* res = reinterpret_cast<verify::Partial*>(scratch.data_ptr());
   double* st = stats.data_ptr<double>();
   cudaStream_t stream = c10::cuda::getCurrentCUDAStream(out.get_device()).stream();
   switch (out.scalar_type()) {

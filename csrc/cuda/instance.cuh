@@ -7,6 +7,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "../ckgemm.h"
@@ -34,6 +35,24 @@ struct InstanceFns {
 };
 
 inline size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+// Tile-scheduler tuning, read once from the environment: CKGEMM_SWIZZLE in {1, 2, 4, 8} and
+// CKGEMM_RASTER in {m, n}. Defaults are CUTLASS's grouped defaults (no swizzle, along M).
+inline int scheduler_swizzle() {
+  static const int value = [] {
+    const char* e = std::getenv("CKGEMM_SWIZZLE");
+    const int v = e != nullptr ? std::atoi(e) : 1;
+    return v == 2 || v == 4 || v == 8 ? v : 1;
+  }();
+  return value;
+}
+inline bool scheduler_along_n() {
+  static const bool value = [] {
+    const char* e = std::getenv("CKGEMM_RASTER");
+    return e != nullptr && (e[0] == 'n' || e[0] == 'N');
+  }();
+  return value;
+}
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 template <class K>
@@ -138,6 +157,9 @@ struct Instance {
         hardware(sm_count)};
     args.epilogue.thread.alpha = 1;
     args.epilogue.thread.beta = 0;
+    using Raster = decltype(args.scheduler.raster_order);
+    args.scheduler.max_swizzle_size = scheduler_swizzle();
+    args.scheduler.raster_order = scheduler_along_n() ? Raster::AlongN : Raster::AlongM;
     return args;
   }
 

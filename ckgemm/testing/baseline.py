@@ -1,0 +1,130 @@
+"""Baselines: store a report as JSON and gate a new run against it with a noise-aware threshold.
+
+A row regresses when its median time grew by more than ``threshold`` (default 5%) AND the growth stands
+out of both runs' noise: the new p10 is slower than the baseline p90. A row that passed its correctness
+check in the baseline and fails now is a regression whatever its time. Rows are matched on
+(op, backend, dtype, layout, shape, config).
+
+Command line (exit status 1 on any regression)::
+
+    python -m ckgemm.testing.baseline NEW.json BASELINE.json [--threshold 0.05] [--fail-on-missing]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from tabulate import tabulate
+
+from .report import Report, row_key
+
+STATUSES = ("regression", "correctness", "improvement", "same", "missing", "new", "untimed")
+
+
+def save_baseline(report: Report, path) -> Path:
+    """A baseline is simply a report's JSON."""
+    return report.write_json(path)
+
+
+def load_baseline(path) -> Report:
+    return Report.load(path)
+
+
+@dataclass
+class RowDelta:
+    key: tuple
+    status: str
+    base_ms: float | None = None
+    new_ms: float | None = None
+
+    @property
+    def change(self) -> float | None:
+        """new / base - 1 of the median time (positive: slower)."""
+        if self.base_ms and self.new_ms is not None:
+            return self.new_ms / self.base_ms - 1.0
+        return None
+
+
+@dataclass
+class Comparison:
+    deltas: list[RowDelta]
+    threshold: float
+    fail_on_missing: bool = False
+
+    @property
+    def regressions(self) -> list[RowDelta]:
+        bad = {"regression", "correctness"} | ({"missing"} if self.fail_on_missing else set())
+        return [d for d in self.deltas if d.status in bad]
+
+    @property
+    def ok(self) -> bool:
+        return not self.regressions
+
+    def __str__(self) -> str:
+        rows = [["/".join(d.key), d.status, _ms(d.base_ms), _ms(d.new_ms),
+                 "" if d.change is None else f"{d.change:+.1%}"] for d in self.deltas]
+        head = (f"baseline comparison (threshold {self.threshold:.0%}, noise: new p10 vs base p90): "
+                f"{len(self.regressions)} regression(s)")
+        return head + "\n" + tabulate(rows, headers=["row", "status", "base ms", "new ms", "change"],
+                                      tablefmt="simple", disable_numparse=True)
+
+
+def _ms(value) -> str:
+    return "" if value is None else f"{value:.4g}"
+
+
+def _as_report(obj) -> Report:
+    if isinstance(obj, Report):
+        return obj
+    if isinstance(obj, dict):
+        return Report.from_json(obj)
+    return Report.load(obj)
+
+
+def _classify(base: dict, new: dict, threshold: float) -> str:
+    if base.get("passed") is True and new.get("passed") is False:
+        return "correctness"
+    b, n = base.get("median_ms"), new.get("median_ms")
+    if not isinstance(b, (int, float)) or not isinstance(n, (int, float)) or b <= 0:
+        return "untimed"
+    b_p10, b_p90 = base.get("p10_ms", b), base.get("p90_ms", b)
+    n_p10, n_p90 = new.get("p10_ms", n), new.get("p90_ms", n)
+    if n > b * (1.0 + threshold) and n_p10 > b_p90:
+        return "regression"
+    if n < b * (1.0 - threshold) and n_p90 < b_p10:
+        return "improvement"
+    return "same"
+
+
+def compare(new, baseline, *, threshold: float = 0.05, fail_on_missing: bool = False) -> Comparison:
+    """Compare a new report with a baseline (each a Report, its JSON dict, or a path)."""
+    new_r, base_r = _as_report(new), _as_report(baseline)
+    new_rows = {row_key(r): r for r in new_r.rows}
+    base_rows = {row_key(r): r for r in base_r.rows}
+    deltas = []
+    for key, base in base_rows.items():
+        row = new_rows.get(key)
+        if row is None:
+            deltas.append(RowDelta(key, "missing", base.get("median_ms")))
+            continue
+        deltas.append(RowDelta(key, _classify(base, row, threshold), base.get("median_ms"), row.get("median_ms")))
+    deltas += [RowDelta(key, "new", None, r.get("median_ms")) for key, r in new_rows.items() if key not in base_rows]
+    return Comparison(deltas, threshold, fail_on_missing)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="Gate a benchmark report against a baseline (exit 1 on regression).")
+    parser.add_argument("new", help="report JSON of the new run")
+    parser.add_argument("baseline", help="baseline report JSON")
+    parser.add_argument("--threshold", type=float, default=0.05, help="relative slowdown that counts (default 0.05)")
+    parser.add_argument("--fail-on-missing", action="store_true", help="a baseline row absent from the new run fails")
+    args = parser.parse_args(argv)
+    result = compare(args.new, args.baseline, threshold=args.threshold, fail_on_missing=args.fail_on_missing)
+    print(result)
+    return 0 if result.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,253 @@
+"""Timing: per-iteration device events, warmup, cold caches outside the timed window, robust statistics,
+optional CUDA/HIP graph replay, telemetry before and after, and paired A/B runs against peers.
+
+``bench(fn)`` on a GPU, for each timed iteration::
+
+    flush buffer memset (or pick the next rotated input copy)   <- not timed
+    start.record(); fn(); end.record()                          <- timed, one event pair per iteration
+
+and reports the median, p10, p90 and min over the iterations. Without a GPU it times ``fn`` with
+``time.perf_counter`` (no cache flush), so the same code runs, slower and coarser, on a CPU box.
+
+Graph mode (``graph=True``) captures ``fn`` once per rotated argument set and times ``graph.replay()``:
+launch overhead disappears, which is what a serving loop under graph capture sees.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from . import device_info
+
+
+@dataclass
+class BenchResult:
+    times_ms: list[float]
+    method: str  # "cuda-events", "cuda-graph" or "perf_counter"
+    cold: str  # how caches were made cold: "flush <n> MiB", "rotate <n> copies", or "warm"
+    warmup: int
+    device: str
+    telemetry_before: dict | None = None
+    telemetry_after: dict | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def median_ms(self) -> float:
+        return quantile(self.times_ms, 0.5)
+
+    @property
+    def p10_ms(self) -> float:
+        return quantile(self.times_ms, 0.1)
+
+    @property
+    def p90_ms(self) -> float:
+        return quantile(self.times_ms, 0.9)
+
+    @property
+    def min_ms(self) -> float:
+        return min(self.times_ms)
+
+    @property
+    def mean_ms(self) -> float:
+        return sum(self.times_ms) / len(self.times_ms)
+
+    @property
+    def throttled(self) -> bool:
+        return device_info.throttled(self.telemetry_before, self.telemetry_after)
+
+    def stats(self) -> dict:
+        """The summary numbers, JSON-ready (what a report row stores)."""
+        return {"median_ms": self.median_ms, "p10_ms": self.p10_ms, "p90_ms": self.p90_ms, "min_ms": self.min_ms,
+                "mean_ms": self.mean_ms, "iters": len(self.times_ms), "method": self.method, "cold": self.cold}
+
+    def to_dict(self) -> dict:
+        return {**self.stats(), "warmup": self.warmup, "device": self.device, "times_ms": list(self.times_ms),
+                "telemetry_before": self.telemetry_before, "telemetry_after": self.telemetry_after,
+                "throttled": self.throttled, "notes": list(self.notes)}
+
+    def __str__(self) -> str:
+        return (f"median {self.median_ms:.4g} ms (p10 {self.p10_ms:.4g}, p90 {self.p90_ms:.4g}, min {self.min_ms:.4g}; "
+                f"{len(self.times_ms)} iters, {self.method}, {self.cold})" + (" THROTTLED" if self.throttled else ""))
+
+
+def quantile(values, q: float) -> float:
+    """Linear-interpolated quantile (numpy's default method) of a non-empty sequence."""
+    if not values:
+        raise ValueError("quantile of no values")
+    s = sorted(values)
+    pos = q * (len(s) - 1)
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def _clone_tree(obj):
+    if isinstance(obj, torch.Tensor):
+        copy = torch.empty_strided(obj.size(), obj.stride(), dtype=obj.dtype, device=obj.device)
+        return copy.copy_(obj)
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_clone_tree(x) for x in obj)
+    if isinstance(obj, dict):
+        return {k: _clone_tree(v) for k, v in obj.items()}
+    return obj
+
+
+def _tree_bytes(obj) -> int:
+    if isinstance(obj, torch.Tensor):
+        return obj.untyped_storage().nbytes()
+    if isinstance(obj, (list, tuple)):
+        return sum(_tree_bytes(x) for x in obj)
+    if isinstance(obj, dict):
+        return sum(_tree_bytes(v) for v in obj.values())
+    return 0
+
+
+def rotating_copies(args: tuple, *, device=None, budget_bytes: int | None = None, max_copies: int = 64) -> list[tuple]:
+    """Copies of an argument tuple (tensors cloned with their strides) whose total size exceeds the cold
+    budget (default ``device_info.flush_bytes``), so cycling through them reads inputs from memory, not
+    cache. The original comes first. Graph-compatible, unlike a memset between replays."""
+    device = device if device is not None else device_info.default_device()
+    budget = budget_bytes if budget_bytes is not None else device_info.flush_bytes(device)
+    per_copy = max(_tree_bytes(args), 1)
+    count = min(max_copies, max(1, math.ceil(budget / per_copy) + 1))
+    return [args] + [_clone_tree(args) for _ in range(count - 1)]
+
+
+def _capture_graph(call):
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):  # warm up allocators and lazy initialisation outside the capture
+            call()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        call()
+    return graph
+
+
+def bench(fn, *, warmup: int = 5, iters: int = 30, rotate: list | None = None, flush: bool | None = None,
+          graph: bool = False, device=None, telemetry: bool = True) -> BenchResult:
+    """Time ``fn`` per iteration and summarise.
+
+    fn:        a callable; with ``rotate`` it is called as ``fn(*rotate[i % len(rotate)])``.
+    rotate:    argument tuples to cycle through (see ``rotating_copies``): cold inputs without a flush.
+    flush:     memset a ``device_info.flush_bytes`` buffer before each timed iteration, outside the
+               timed window. Default: on for GPUs unless ``rotate`` is given. Ignored on the CPU.
+    graph:     capture ``fn`` in a CUDA/HIP graph (one per argument set) and time replays.
+    telemetry: read clocks/power before and after (nvidia-smi / amd-smi, when present).
+    """
+    if iters < 1 or warmup < 0:
+        raise ValueError(f"bench: need iters >= 1 and warmup >= 0, got {iters}, {warmup}")
+    device = torch.device(device) if device is not None else device_info.default_device()
+    arg_sets = list(rotate) if rotate else [()]
+    calls = [(lambda a=a: fn(*a)) for a in arg_sets]
+    if not device_info.is_gpu(device):
+        if graph:
+            raise ValueError("bench: graph replay needs a GPU")
+        return _bench_cpu(calls, warmup, iters)
+    before = device_info.read_telemetry(device) if telemetry else None
+    with torch.cuda.device(device):
+        result = _bench_gpu(calls, warmup, iters, device, flush if flush is not None else not rotate, graph)
+    result.telemetry_before = before
+    result.telemetry_after = device_info.read_telemetry(device) if telemetry else None
+    if result.throttled:
+        result.notes.append("SM clock dropped by more than 10% during the run")
+    return result
+
+
+def _bench_cpu(calls, warmup: int, iters: int) -> BenchResult:
+    for i in range(warmup):
+        calls[i % len(calls)]()
+    times = []
+    for i in range(iters):
+        start = time.perf_counter()
+        calls[i % len(calls)]()
+        times.append((time.perf_counter() - start) * 1e3)
+    cold = f"rotate {len(calls)} copies" if len(calls) > 1 else "warm"
+    return BenchResult(times, "perf_counter", cold, warmup, "cpu")
+
+
+def _bench_gpu(calls, warmup: int, iters: int, device, flush: bool, graph: bool) -> BenchResult:
+    runs = calls
+    if graph:
+        graphs = [_capture_graph(call) for call in calls]
+        runs = [g.replay for g in graphs]
+    buffer = None
+    if flush:
+        buffer = torch.empty(device_info.flush_bytes(device) // 4, dtype=torch.int32, device=device)
+    for i in range(warmup):
+        if buffer is not None:
+            buffer.zero_()
+        runs[i % len(runs)]()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    torch.cuda.synchronize(device)
+    for i in range(iters):
+        if buffer is not None:
+            buffer.zero_()  # enqueued before the start event: the flush is never inside the timed window
+        starts[i].record()
+        runs[i % len(runs)]()
+        ends[i].record()
+    torch.cuda.synchronize(device)
+    times = [s.elapsed_time(e) for s, e in zip(starts, ends)]
+    if quantile(times, 0.5) <= 0.0:
+        raise RuntimeError("bench: median time <= 0: the timed function launched no device work")
+    parts = []
+    if buffer is not None:
+        parts.append(f"flush {buffer.numel() * 4 >> 20} MiB")
+    if len(runs) > 1:
+        parts.append(f"rotate {len(runs)} copies")
+    return BenchResult(times, "cuda-graph" if graph else "cuda-events", ", ".join(parts) or "warm", warmup,
+                       device_info.device_name(device))
+
+
+@dataclass
+class PairedResult:
+    """A/B timing in ABBA order; ``ratio`` = median time of A / median time of B (< 1: A is faster)."""
+
+    a: BenchResult
+    b: BenchResult
+    round_ratios: list[float]
+    order: list[str]
+
+    @property
+    def ratio(self) -> float:
+        return self.a.median_ms / self.b.median_ms
+
+    @property
+    def speedup(self) -> float:
+        """How many times faster A is than B."""
+        return self.b.median_ms / self.a.median_ms
+
+    def __str__(self) -> str:
+        spread = f"{min(self.round_ratios):.3f}..{max(self.round_ratios):.3f}"
+        return f"A/B time ratio {self.ratio:.3f} (per round {spread}); A {self.a}; B {self.b}"
+
+
+def paired_ab(fn_a, fn_b, *, rounds: int = 4, iters: int = 10, warmup: int = 3, **bench_kwargs) -> PairedResult:
+    """Interleave A and B as A B B A A B ... (each block ``iters`` timed calls) so drift in clocks and
+    temperature hits both alike; pool each side's times and take the ratio of medians. Extra keyword
+    arguments go to ``bench`` (``rotate`` applies to both, so A and B must take the same arguments)."""
+    if rounds < 1:
+        raise ValueError("paired_ab: need rounds >= 1")
+    bench_kwargs.setdefault("telemetry", False)
+    pooled = {"A": [], "B": []}
+    results = {}
+    round_ratios, order = [], []
+    for r in range(rounds):
+        pair = ("A", "B") if r % 2 == 0 else ("B", "A")
+        medians = {}
+        for side in pair:
+            res = bench(fn_a if side == "A" else fn_b, warmup=warmup, iters=iters, **bench_kwargs)
+            pooled[side].extend(res.times_ms)
+            results[side] = res
+            medians[side] = res.median_ms
+            order.append(side)
+        round_ratios.append(medians["A"] / medians["B"])
+    a, b = results["A"], results["B"]
+    merged = [BenchResult(pooled[s], r.method, r.cold, r.warmup, r.device, notes=[f"pooled over {rounds} ABBA rounds"])
+              for s, r in (("A", a), ("B", b))]
+    return PairedResult(merged[0], merged[1], round_ratios, order)

@@ -1,0 +1,212 @@
+"""Numbers for judging a kernel's output: DeepGEMM's ``calc_diff``, element-wise error statistics,
+and CK-tile's tolerance model.
+
+The comparison rule shared by every path in this package (``error_stats``, ``check``, ``gpu_verify``
+and the fused kernel in ``csrc/common/verify.cuh``), evaluated in float64:
+
+- NaN in either tensor: mismatch (NaN never passes, not even against NaN);
+- an infinity: passes only against the same infinity (same sign);
+- finite pair: mismatch when ``|out - ref| > atol + rtol * |ref|``.
+
+Integer tensors are compared exactly: with ``rtol = atol = 0`` the rule above is ``out != ref``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+from ..dtypes import rule_for
+
+_MAX_EXAMPLES = 8
+
+
+def calc_diff(x: torch.Tensor, y: torch.Tensor) -> float:
+    """DeepGEMM's similarity error ``1 - 2*sum(x*y) / sum(x*x + y*y)`` in float64.
+
+    Equals ``||x - y||^2 / (||x||^2 + ||y||^2)``: 0 for identical tensors, 1 against zeros, 2 for
+    ``y = -x``; scale-aware (``calc_diff(x, 2x) = 0.2``). Returns 0.0 when both are all zeros."""
+    if x.shape != y.shape:
+        raise ValueError(f"calc_diff: shapes differ: {tuple(x.shape)} vs {tuple(y.shape)}")
+    x, y = x.double(), y.double()
+    denominator = (x * x + y * y).sum()
+    if float(denominator) == 0.0:
+        return 0.0
+    return float(1.0 - 2.0 * (x * y).sum() / denominator)
+
+
+def mantissa_bits(dtype: torch.dtype) -> int:
+    """Explicit mantissa bits of a floating dtype (fp16 10, bf16 7, e4m3 3, fp32 23); 0 for integers.
+
+    Input dtypes come from ckgemm's dtype table; any other floating dtype from ``torch.finfo``."""
+    rule = rule_for(dtype)
+    if rule is not None:
+        return rule.mantissa_bits
+    if not dtype.is_floating_point:
+        return 0
+    return round(-math.log2(torch.finfo(dtype).eps))
+
+
+def _floor_log2(value: float) -> int:
+    # frexp is exact: value = m * 2**e with 0.5 <= m < 1, so floor(log2(value)) = e - 1.
+    return math.frexp(value)[1] - 1
+
+
+def ck_relative_threshold(compute: torch.dtype, out: torch.dtype, acc: torch.dtype, accumulations: int) -> float:
+    """CK-tile ``get_relative_threshold<compute, out, acc>(n)``; 0 when any type is an integer."""
+    if not (compute.is_floating_point and out.is_floating_point and acc.is_floating_point):
+        return 0.0
+    acc_term = 2.0 ** -mantissa_bits(acc) * 0.5 * accumulations
+    return max(acc_term, 2.0 ** -mantissa_bits(compute) * 0.5, 2.0 ** -mantissa_bits(out) * 0.5)
+
+
+def ck_absolute_threshold(compute: torch.dtype, out: torch.dtype, acc: torch.dtype, max_abs: float,
+                          accumulations: int) -> float:
+    """CK-tile's newest ``get_absolute_threshold<compute, out, acc>(max, n)``: with
+    ``e = floor(log2 max)``, ``max(2^(e-m_acc)*0.5*n, 2^(e-m_compute)*0.5, 2^(e-m_out)*1.0)`` (a full
+    output ulp, so hardware and software bf16 rounding both pass). 0 for integers or ``max = 0``."""
+    if not (compute.is_floating_point and out.is_floating_point and acc.is_floating_point):
+        return 0.0
+    max_abs = abs(float(max_abs))
+    if max_abs == 0.0 or not math.isfinite(max_abs):
+        return 0.0
+    e = _floor_log2(max_abs)
+    return max(2.0 ** (e - mantissa_bits(acc)) * 0.5 * accumulations,
+               2.0 ** (e - mantissa_bits(compute)) * 0.5,
+               2.0 ** (e - mantissa_bits(out)) * 1.0)
+
+
+def tolerance(in_dtype: torch.dtype, out_dtype: torch.dtype, acc_dtype: torch.dtype, num_accumulations: int,
+              max_abs_ref: float, *, k_batch: int = 1) -> tuple[float, float]:
+    """(rtol, atol) for one GEMM group, as CK-tile's grouped GEMM tests derive them.
+
+    ``num_accumulations`` is the group's K; ``max_abs_ref`` the largest finite |ref| of that group.
+    With split-K (``k_batch > 1``) each split accumulates ceil(K / k_batch) products in ``acc_dtype`` and
+    the splits are summed in ``out_dtype``, as CK's ``calculate_rtol_atol`` models it.
+    Integer types give (0, 0): compare exactly.
+
+    >>> tolerance(torch.float16, torch.float16, torch.float32, 4096, 64.0)
+    (0.00048828125, 0.0625)
+    """
+    if k_batch < 1:
+        raise ValueError(f"k_batch must be >= 1, got {k_batch}")
+    per_split = -(-int(num_accumulations) // k_batch)
+    rtol = max(ck_relative_threshold(in_dtype, out_dtype, acc_dtype, per_split),
+               ck_relative_threshold(out_dtype, out_dtype, out_dtype, k_batch))
+    atol = max(ck_absolute_threshold(in_dtype, out_dtype, acc_dtype, float(max_abs_ref) / k_batch, per_split),
+               ck_absolute_threshold(out_dtype, out_dtype, out_dtype, max_abs_ref, k_batch))
+    return rtol, atol
+
+
+def mismatch_mask(out: torch.Tensor, ref: torch.Tensor, rtol: float, atol: float) -> torch.Tensor:
+    """Boolean mask of the elements that fail the comparison rule of this module (float64)."""
+    o, r = out.double(), ref.double()
+    finite = torch.isfinite(o) & torch.isfinite(r)
+    diff = (o - r).abs()
+    bound = r.abs().mul(rtol).add(atol)  # mul then add, never fused: the same rounding everywhere
+    bad_finite = finite & (diff > bound)
+    bad_special = ~finite & ~((o == r) & ~torch.isnan(o))  # equal infinities pass, NaN never does
+    return bad_finite | bad_special
+
+
+@dataclass
+class ErrorStats:
+    """Element-wise comparison of ``out`` against ``ref`` (indices are into ``out``'s shape)."""
+
+    shape: tuple[int, ...]
+    numel: int
+    rtol: float
+    atol: float
+    mismatches: int
+    max_abs_err: float  # over finite pairs; 0.0 when there are none
+    max_abs_index: tuple[int, ...] | None
+    max_rel_err: float  # |out - ref| / |ref| over finite pairs with ref != 0
+    max_rel_index: tuple[int, ...] | None
+    max_abs_ref: float  # largest finite |ref|
+    nan_out: int
+    inf_out: int
+    nan_ref: int
+    inf_ref: int
+    out_all_zero: bool  # every element of out equals 0: often a kernel that never ran
+    examples: list[tuple[tuple[int, ...], float, float]] = field(default_factory=list)  # first mismatches
+
+    @property
+    def passed(self) -> bool:
+        return self.mismatches == 0
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict (non-finite floats become strings)."""
+        d = asdict(self)
+        d["passed"] = self.passed
+        return _json_ready(d)
+
+    def __str__(self) -> str:
+        pct = 100.0 * self.mismatches / self.numel if self.numel else 0.0
+        lines = [
+            f"shape {self.shape}: {self.mismatches} of {self.numel} mismatched ({pct:.3g}%) "
+            f"under rtol={self.rtol:.3g} atol={self.atol:.3g}",
+            f"  max abs err {self.max_abs_err:.4g} at {self.max_abs_index}; "
+            f"max rel err {self.max_rel_err:.4g} at {self.max_rel_index}; max |ref| {self.max_abs_ref:.4g}",
+            f"  NaN out/ref {self.nan_out}/{self.nan_ref}; Inf out/ref {self.inf_out}/{self.inf_ref}"
+            + ("; out is all zeros" if self.out_all_zero and self.numel else ""),
+        ]
+        if self.examples:
+            shown = ", ".join(f"{idx}: out {o:.6g} ref {r:.6g}" for idx, o, r in self.examples)
+            lines.append(f"  first mismatches: {shown}")
+        return "\n".join(lines)
+
+
+def _json_ready(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(v) for v in value]
+    return value
+
+
+def _index(flat: int, shape) -> tuple[int, ...]:
+    """Row-major unravel of a flat index (plain integers: torch.unravel_index is slow per call)."""
+    index = []
+    for size in reversed(tuple(shape)):
+        flat, i = divmod(flat, size) if size else (flat, 0)
+        index.append(i)
+    return tuple(reversed(index))
+
+
+def error_stats(out: torch.Tensor, ref: torch.Tensor, rtol: float = 0.0, atol: float = 0.0, *,
+                max_examples: int = _MAX_EXAMPLES) -> ErrorStats:
+    """Compare ``out`` with ``ref`` element-wise (on the CPU, in float64) under ``rtol``/``atol``."""
+    if tuple(out.shape) != tuple(ref.shape):
+        raise ValueError(f"error_stats: out shape {tuple(out.shape)} differs from ref shape {tuple(ref.shape)}")
+    shape = tuple(out.shape)
+    o = out.detach().cpu().double().reshape(-1)
+    r = ref.detach().cpu().double().reshape(-1)
+    finite = torch.isfinite(o) & torch.isfinite(r)
+    diff = torch.where(finite, (o - r).abs(), torch.full_like(o, -1.0))  # -1: never the argmax
+    bad = mismatch_mask(o, r, rtol, atol)
+    ref_abs = torch.where(torch.isfinite(r), r.abs(), torch.zeros_like(r))
+    rel_ok = finite & (r != 0)
+    rel = torch.where(rel_ok, diff / torch.where(rel_ok, r.abs(), torch.ones_like(r)), torch.zeros_like(r))
+    has_finite = bool(finite.any())
+    bad_idx = bad.nonzero().flatten()[:max_examples].tolist()
+    return ErrorStats(
+        shape=shape,
+        numel=o.numel(),
+        rtol=float(rtol),
+        atol=float(atol),
+        mismatches=int(bad.sum()),
+        max_abs_err=float(diff.max()) if has_finite else 0.0,
+        max_abs_index=_index(int(diff.argmax()), shape) if has_finite else None,
+        max_rel_err=float(rel.max()) if bool(rel_ok.any()) else 0.0,
+        max_rel_index=_index(int(rel.argmax()), shape) if bool(rel_ok.any()) else None,
+        max_abs_ref=float(ref_abs.max()) if r.numel() else 0.0,
+        nan_out=int(torch.isnan(o).sum()),
+        inf_out=int(torch.isinf(o).sum()),
+        nan_ref=int(torch.isnan(r).sum()),
+        inf_ref=int(torch.isinf(r).sum()),
+        out_all_zero=bool((o == 0).all()),
+        examples=[(_index(i, shape), float(o[i]), float(r[i])) for i in bad_idx],
+    )

@@ -1,0 +1,203 @@
+"""Quantization casts for building kernel inputs, each with its exact inverse ``dequant``.
+
+Every cast scales blocks of a 2-D (or batched ``[..., R, C]``) tensor by one float32 scale each:
+
+| cast                                  | block (rows x cols)  | scale shape                      |
+|---------------------------------------|----------------------|----------------------------------|
+| ``per_token_cast_to_fp8(x, gran)``    | 1 x gran             | [R, ceil(C/gran)]                |
+| ``per_block_cast_to_fp8(x, gran)``    | gran x gran          | [ceil(R/gran), ceil(C/gran)]     |
+| ``per_channel_cast_to_fp8(x, gran)``  | gran x 1             | [ceil(R/gran), C]                |
+| ``cast_to_fp4(x, gran)``              | 1 x gran             | [R, ceil(C/gran)]                |
+| ``cast_to_int8(x, "row")``            | 1 x C                | [R, 1]                           |
+| ``cast_to_int8(x, "tensor")``         | R x C                | [1, 1]                           |
+
+(the fp8 blocks follow DeepGEMM's conventions). Scales are ``amax / max_code`` (``amax`` floored at
+``amax_floor``); with ``ue8m0=True`` they are rounded up to a power of two (UE8M0, as MX formats and
+SM100 kernels store them; ``ue8m0_bytes`` gives the exponent bytes). Both e4m3 flavours are supported:
+``float8_e4m3fn`` (max 448) and ``float8_e4m3fnuz`` (max 240, gfx942); the max comes from ckgemm's dtype table.
+Values are clamped to the format's range and rounded to nearest even. ``dequant`` is ``code * scale``,
+exact in float64 (and in float32 whenever the scales are powers of two).
+FP4 is e2m1 (values 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives), two codes per byte, low nibble first.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..dtypes import rule_for
+
+FP4_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+FP4_MAX = 6.0
+INT8_MAX = 127.0
+DEFAULT_AMAX_FLOOR = 1e-4
+
+
+@dataclass(frozen=True)
+class Quantized:
+    """Codes, their block scales and the logical shape. Unpacks as ``codes, scale = cast(...)``."""
+
+    data: torch.Tensor  # fp8 or int8 codes in the logical shape; fp4: uint8, two codes per byte
+    scale: torch.Tensor  # float32, one per block: [..., ceil(R / block[0]), ceil(C / block[1])]
+    block: tuple[int, int]  # rows x cols covered by one scale
+    fmt: str  # "float8_e4m3fn", "float8_e4m3fnuz", "int8" or "fp4_e2m1"
+    shape: tuple[int, ...]  # logical shape of the values
+
+    def __iter__(self):
+        return iter((self.data, self.scale))
+
+    def dequant(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        return dequant(self, dtype)
+
+
+def ceil_to_ue8m0(x: torch.Tensor) -> torch.Tensor:
+    """Round positive normal float32 values up to a power of two (exactly: bit operations, no log2)."""
+    bits = x.float().contiguous().view(torch.int32)
+    exponent = (bits >> 23) & 0xFF
+    exponent = exponent + ((bits & 0x7FFFFF) != 0).to(torch.int32)
+    return (exponent.clamp(1, 254) << 23).view(torch.float32)
+
+
+def ue8m0_bytes(scale: torch.Tensor) -> torch.Tensor:
+    """The biased exponent byte of power-of-two float32 scales (UE8M0 storage)."""
+    bits = scale.float().contiguous().view(torch.int32)
+    if bool((bits & 0x7FFFFF).ne(0).any()) or bool((scale <= 0).any()):
+        raise ValueError("ue8m0_bytes: scales must be positive powers of two (cast with ue8m0=True)")
+    return ((bits >> 23) & 0xFF).to(torch.uint8)
+
+
+def ue8m0_to_float(codes: torch.Tensor) -> torch.Tensor:
+    """Inverse of ``ue8m0_bytes``."""
+    return (codes.to(torch.int32) << 23).view(torch.float32)
+
+
+def _block_sizes(shape, block) -> tuple[int, int]:
+    rows, cols = shape[-2], shape[-1]
+    bm = rows if block[0] is None else block[0]
+    bk = cols if block[1] is None else block[1]
+    return max(int(bm), 1), max(int(bk), 1)
+
+
+def _block_amax(x: torch.Tensor, block: tuple[int, int]) -> torch.Tensor:
+    bm, bk = block
+    rows, cols = x.shape[-2], x.shape[-1]
+    rb, cb = -(-rows // bm), -(-cols // bk)
+    padded = torch.nn.functional.pad(x.abs(), (0, cb * bk - cols, 0, rb * bm - rows))
+    return padded.reshape(*x.shape[:-2], rb, bm, cb, bk).amax(dim=(-3, -1))
+
+
+def expand_scale(scale: torch.Tensor, block: tuple[int, int], shape) -> torch.Tensor:
+    """Block scales broadcast to one per element of ``shape``."""
+    rows, cols = shape[-2], shape[-1]
+    full = scale.repeat_interleave(block[0], dim=-2).repeat_interleave(block[1], dim=-1)
+    return full[..., :rows, :cols]
+
+
+def _scales(x: torch.Tensor, block, qmax: float, ue8m0: bool, amax_floor: float) -> torch.Tensor:
+    scale = _block_amax(x, block).clamp(min=amax_floor) / qmax
+    return ceil_to_ue8m0(scale) if ue8m0 else scale
+
+
+def _check_2d(x: torch.Tensor, what: str) -> None:
+    if x.dim() < 2:
+        raise ValueError(f"{what}: expected a [..., rows, cols] tensor, got shape {tuple(x.shape)}")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"{what}: expected floating values, got {x.dtype}")
+
+
+def _fp8_max(dtype: torch.dtype) -> float:
+    rule = rule_for(dtype)
+    if rule is None or not dtype.is_floating_point or rule.mantissa_bits != 3:
+        raise ValueError(f"expected an e4m3 fp8 dtype (float8_e4m3fn or float8_e4m3fnuz), got {dtype}")
+    return rule.max_value
+
+
+def cast_to_fp8(x: torch.Tensor, block: tuple[int | None, int | None], *, dtype=torch.float8_e4m3fn,
+                ue8m0: bool = False, amax_floor: float = DEFAULT_AMAX_FLOOR) -> Quantized:
+    """FP8 cast with one scale per ``block`` (rows x cols; None means the whole dimension)."""
+    _check_2d(x, "cast_to_fp8")
+    qmax = _fp8_max(dtype)
+    xf = x.float()
+    blk = _block_sizes(xf.shape, block)
+    scale = _scales(xf, blk, qmax, ue8m0, amax_floor)
+    codes = (xf / expand_scale(scale, blk, xf.shape)).clamp(-qmax, qmax).to(dtype)
+    return Quantized(codes, scale, blk, str(dtype).replace("torch.", ""), tuple(x.shape))
+
+
+def per_token_cast_to_fp8(x, gran: int = 128, *, dtype=torch.float8_e4m3fn, ue8m0: bool = False,
+                          amax_floor: float = DEFAULT_AMAX_FLOOR) -> Quantized:
+    """One scale per row and ``gran`` columns (1 x gran), the usual activation recipe."""
+    return cast_to_fp8(x, (1, gran), dtype=dtype, ue8m0=ue8m0, amax_floor=amax_floor)
+
+
+def per_block_cast_to_fp8(x, gran: int = 128, *, dtype=torch.float8_e4m3fn, ue8m0: bool = False,
+                          amax_floor: float = DEFAULT_AMAX_FLOOR) -> Quantized:
+    """One scale per gran x gran block, the usual weight recipe."""
+    return cast_to_fp8(x, (gran, gran), dtype=dtype, ue8m0=ue8m0, amax_floor=amax_floor)
+
+
+def per_channel_cast_to_fp8(x, gran: int = 128, *, dtype=torch.float8_e4m3fn, ue8m0: bool = False,
+                            amax_floor: float = DEFAULT_AMAX_FLOOR) -> Quantized:
+    """One scale per column and ``gran`` rows (gran x 1), DeepGEMM's recipe for K-major wgrad operands."""
+    return cast_to_fp8(x, (gran, 1), dtype=dtype, ue8m0=ue8m0, amax_floor=amax_floor)
+
+
+def cast_to_int8(x: torch.Tensor, per: str = "row", *, amax_floor: float = DEFAULT_AMAX_FLOOR) -> Quantized:
+    """Symmetric int8 (codes in [-127, 127], round half to even): ``per="row"`` or ``per="tensor"``."""
+    _check_2d(x, "cast_to_int8")
+    if per not in ("row", "tensor"):
+        raise ValueError(f"cast_to_int8: per must be 'row' or 'tensor', got {per!r}")
+    xf = x.float()
+    blk = _block_sizes(xf.shape, (1, None) if per == "row" else (None, None))
+    scale = _scales(xf, blk, INT8_MAX, False, amax_floor)
+    codes = torch.round(xf / expand_scale(scale, blk, xf.shape)).clamp(-INT8_MAX, INT8_MAX).to(torch.int8)
+    return Quantized(codes, scale, blk, "int8", tuple(x.shape))
+
+
+_FP4_MIDPOINTS = (0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0)
+
+
+def _fp4_codes(v: torch.Tensor) -> torch.Tensor:
+    """e2m1 codes (sign in bit 3) of values already scaled into [-6, 6]; round to nearest, ties to even."""
+    mids = torch.tensor(_FP4_MIDPOINTS, dtype=v.dtype, device=v.device)
+    mag = v.abs()
+    idx = torch.bucketize(mag, mids)  # mids[i-1] < mag <= mids[i]: a tie lands on the lower code
+    tie = mag == mids[idx.clamp(max=len(_FP4_MIDPOINTS) - 1)]
+    idx = idx + (tie & (idx % 2 == 1)).to(idx.dtype)  # the even code of a tie is the upper one
+    sign = ((v < 0) & (idx > 0)).to(idx.dtype) * 8  # no negative zero
+    return (idx | sign).to(torch.uint8)
+
+
+def cast_to_fp4(x: torch.Tensor, gran: int = 32, *, ue8m0: bool = False,
+                amax_floor: float = DEFAULT_AMAX_FLOOR) -> Quantized:
+    """FP4 e2m1 with one scale per row and ``gran`` columns; two codes per byte (low nibble first)."""
+    _check_2d(x, "cast_to_fp4")
+    xf = x.float()
+    blk = _block_sizes(xf.shape, (1, gran))
+    scale = _scales(xf, blk, FP4_MAX, ue8m0, amax_floor)
+    codes = _fp4_codes((xf / expand_scale(scale, blk, xf.shape)).clamp(-FP4_MAX, FP4_MAX))
+    if codes.shape[-1] % 2:
+        codes = torch.nn.functional.pad(codes, (0, 1))
+    packed = codes[..., 0::2] | (codes[..., 1::2] << 4)
+    return Quantized(packed, scale, blk, "fp4_e2m1", tuple(x.shape))
+
+
+def fp4_unpack(packed: torch.Tensor, cols: int) -> torch.Tensor:
+    """e2m1 codes (uint8, one per element) from bytes holding two codes each."""
+    low, high = packed & 0xF, packed >> 4
+    return torch.stack((low, high), dim=-1).reshape(*packed.shape[:-1], -1)[..., :cols]
+
+
+def fp4_values(codes: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    table = torch.tensor(FP4_VALUES, dtype=dtype, device=codes.device)
+    magnitude = table[(codes & 7).long()]
+    return torch.where((codes & 8) != 0, -magnitude, magnitude)
+
+
+def dequant(q: Quantized, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """``code * scale`` per element, computed in ``dtype`` (float64: exact for every format here)."""
+    if q.fmt == "fp4_e2m1":
+        values = fp4_values(fp4_unpack(q.data, q.shape[-1]), dtype)
+    else:
+        values = q.data.to(dtype)
+    return values * expand_scale(q.scale.to(dtype), q.block, q.shape)

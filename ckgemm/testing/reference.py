@@ -1,0 +1,137 @@
+"""Grouped GEMM reference, independent of ckgemm's ops and backends (a bug there cannot hide here).
+
+For each group: dequantize exactly the operands the kernel was given (a plain tensor is taken as it is;
+a ``quant.Quantized`` is expanded as ``code * scale``), then multiply in float32 (TF32 off) or float64
+(``precision="fp64"``). Plain integer operands on both sides take an exact integer path.
+
+Layouts: ``"RC"``: b[i] stored [N, K] (C = A @ B^T); ``"RR"``: b[i] stored [K, N] (C = A @ B).
+"""
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+from .quant import Quantized, dequant
+
+LAYOUTS = ("RC", "RR")
+_PRECISIONS = {"fp32": torch.float32, "fp64": torch.float64}
+_EXACT_IN_FP64 = 2.0**53
+
+
+@contextlib.contextmanager
+def _plain_matmul(device: torch.device):
+    """TF32 off on GPUs (it would round the inputs to 10 mantissa bits). On the CPU, oneDNN off: it
+    JIT-compiles a kernel for every new shape (about 10 ms each), while MKL's sgemm does not."""
+    if device.type == "cpu":
+        saved = torch.backends.mkldnn.enabled
+        torch.backends.mkldnn.enabled = False
+        try:
+            yield
+        finally:
+            torch.backends.mkldnn.enabled = saved
+        return
+    if not torch.cuda.is_available():
+        yield
+        return
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+def _shape(x) -> tuple[int, ...]:
+    return tuple(x.shape)
+
+
+def _values(x, dtype: torch.dtype) -> torch.Tensor:
+    return dequant(x, dtype) if isinstance(x, Quantized) else x.to(dtype)
+
+
+def _is_plain_int(x) -> bool:
+    return isinstance(x, torch.Tensor) and not x.dtype.is_floating_point and not x.dtype.is_complex
+
+
+def _exact_int_matmul(a: torch.Tensor, bk: torch.Tensor) -> torch.Tensor:
+    """int64 A @ B: through float64 while every partial sum is below 2**53 (exact), else int64 on the CPU."""
+    k = a.shape[1]
+    bound = k * float(a.abs().max()) * float(bk.abs().max()) if a.numel() and bk.numel() else 0.0
+    if bound < _EXACT_IN_FP64:
+        with _plain_matmul(a.device):
+            return (a.to(torch.float64) @ bk.to(torch.float64)).to(torch.int64)
+    return (a.cpu().to(torch.int64) @ bk.cpu().to(torch.int64)).to(a.device)
+
+
+def _check_options(layout: str, precision: str) -> None:
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r}; expected one of {LAYOUTS}")
+    if precision not in _PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; expected one of {tuple(_PRECISIONS)}")
+
+
+def gemm_reference(a, b, *, layout: str = "RC", precision: str = "fp32") -> torch.Tensor:
+    """One group: A @ op(B) from plain or quantized operands (float32/float64, or int64 when exact)."""
+    _check_options(layout, precision)
+    if _is_plain_int(a) and _is_plain_int(b):
+        return _exact_int_matmul(a, b.t() if layout == "RC" else b)
+    dtype = _PRECISIONS[precision]
+    av, bv = _values(a, dtype), _values(b, dtype)
+    bk = bv.t() if layout == "RC" else bv
+    with _plain_matmul(av.device):
+        return av @ bk
+
+
+def _check_pair(g, a, b, layout) -> None:
+    sa, sb = _shape(a), _shape(b)
+    if len(sa) != 2 or len(sb) != 2:
+        raise ValueError(f"group {g}: a and b must be 2-D, got a {sa} and b {sb}")
+    kb = sb[1] if layout == "RC" else sb[0]
+    if sa[1] != kb:
+        raise ValueError(f"group {g}: K mismatch: a is {sa} (K={sa[1]}) but b ({layout}) is {sb} (K={kb})")
+
+
+def grouped_gemm_reference(a_list, b_list, *, layout: str = "RC", precision: str = "fp32",
+                           out_dtype: torch.dtype | None = None) -> list[torch.Tensor]:
+    """C[i] = A[i] @ op(B[i]) for each group, on the operands' device.
+
+    Returns float32 (float64 with ``precision="fp64"``), or exact int64 when both operands of a group are
+    plain integer tensors; ``out_dtype`` casts the results (int64 -> int32 wraps as an int32 accumulator)."""
+    _check_options(layout, precision)
+    if len(a_list) != len(b_list):
+        raise ValueError(f"a_list has {len(a_list)} groups but b_list has {len(b_list)}")
+    outs = []
+    for g, (a, b) in enumerate(zip(a_list, b_list)):
+        _check_pair(g, a, b, layout)
+        c = gemm_reference(a, b, layout=layout, precision=precision)
+        outs.append(c if out_dtype is None else c.to(out_dtype))
+    return outs
+
+
+def grouped_gemm_reference_packed(a, b, group_sizes, *, layout: str = "RC", precision: str = "fp32",
+                                  out_dtype: torch.dtype | None = None) -> torch.Tensor:
+    """MoE form: ``a`` [sum(M_i), K], ``b`` [G, N, K] (RC) or [G, K, N] (RR), ``group_sizes`` [G] (any
+    int sequence or tensor; read on the host). Quantized operands are dequantized whole first."""
+    _check_options(layout, precision)
+    sizes = [int(s) for s in (group_sizes.tolist() if isinstance(group_sizes, torch.Tensor) else group_sizes)]
+    sa, sb = _shape(a), _shape(b)
+    if len(sa) != 2 or len(sb) != 3 or sb[0] != len(sizes):
+        raise ValueError(f"packed reference: expected a [rows, K], b [G, ., .] and G sizes; got a {sa}, "
+                         f"b {sb}, {len(sizes)} sizes")
+    if any(s < 0 for s in sizes) or sum(sizes) != sa[0]:
+        raise ValueError(f"packed reference: sizes {sizes} must be >= 0 and sum to a's {sa[0]} rows")
+    exact = _is_plain_int(a) and _is_plain_int(b)
+    dtype = _PRECISIONS[precision]
+    av = a if exact or not isinstance(a, Quantized) else dequant(a, dtype)
+    bv = b if exact or not isinstance(b, Quantized) else dequant(b, dtype)
+    n = sb[1] if layout == "RC" else sb[2]
+    result_dtype = torch.int64 if exact else dtype
+    out = torch.zeros((sa[0], n), dtype=result_dtype, device=av.device)
+    start = 0
+    for g, m in enumerate(sizes):
+        if m:
+            _check_pair(g, av[start:start + m], bv[g], layout)
+            out[start:start + m] = gemm_reference(av[start:start + m], bv[g], layout=layout, precision=precision)
+        start += m
+    return out if out_dtype is None else out.to(out_dtype)

@@ -1,0 +1,101 @@
+"""ckgemm.testing.bench on the CPU fallback (device paths carry the gpu marker in test_harness_gpu.py),
+paired A/B ordering, rotating copies, and the telemetry parsers."""
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+from ckgemm.testing import bench, device_info, paired_ab, rotating_copies
+from ckgemm.testing.bench import BenchResult, quantile
+
+
+def _sleeper(ms: float):
+    def fn(*_):
+        end = time.perf_counter() + ms / 1e3
+        while time.perf_counter() < end:
+            pass
+    return fn
+
+
+def test_cpu_fallback_returns_sane_statistics():
+    calls = []
+    res = bench(lambda: (calls.append(1), _sleeper(2.0)()), warmup=2, iters=9, device="cpu")
+    assert len(calls) == 11 and len(res.times_ms) == 9
+    assert res.method == "perf_counter" and res.device == "cpu" and res.cold == "warm"
+    assert 2.0 <= res.min_ms <= res.p10_ms <= res.median_ms <= res.p90_ms
+    assert res.median_ms < 50.0
+    assert res.telemetry_before is None and not res.throttled
+    stats = res.stats()
+    assert set(stats) >= {"median_ms", "p10_ms", "p90_ms", "min_ms", "mean_ms", "iters", "method", "cold"}
+    assert "median" in str(res)
+
+
+def test_quantiles_interpolate_like_numpy():
+    values = [5.0, 1.0, 4.0, 2.0, 3.0]
+    assert quantile(values, 0.5) == 3.0 and quantile(values, 0.0) == 1.0 and quantile(values, 1.0) == 5.0
+    assert quantile(values, 0.1) == pytest.approx(1.4) and quantile(values, 0.9) == pytest.approx(4.6)
+    res = BenchResult([3.0, 1.0, 2.0, 10.0], "perf_counter", "warm", 0, "cpu")
+    assert (res.median_ms, res.min_ms, res.mean_ms) == (2.5, 1.0, 4.0)
+    with pytest.raises(ValueError):
+        quantile([], 0.5)
+
+
+def test_rotation_cycles_argument_sets():
+    seen = []
+    sets = [(torch.full((2,), float(i)),) for i in range(3)]
+    res = bench(lambda t: seen.append(float(t[0])), warmup=0, iters=7, rotate=sets, device="cpu")
+    assert seen == [0.0, 1.0, 2.0, 0.0, 1.0, 2.0, 0.0] and res.cold == "rotate 3 copies"
+    with pytest.raises(ValueError, match="GPU"):
+        bench(lambda: None, graph=True, device="cpu")
+    with pytest.raises(ValueError):
+        bench(lambda: None, iters=0, device="cpu")
+
+
+def test_rotating_copies_exceed_the_budget_and_keep_strides():
+    a = torch.randn(64, 32)[:, :16]  # a strided view: copies keep its strides
+    b = torch.randn(8)
+    copies = rotating_copies((a, {"b": b}, 3), device="cpu", budget_bytes=64 * 1024)
+    per = a.untyped_storage().nbytes() + b.untyped_storage().nbytes()
+    assert copies[0][0] is a and len(copies) * per > 64 * 1024
+    assert all(c[0].stride() == a.stride() and torch.equal(c[0], a) and c[2] == 3 for c in copies)
+    assert copies[1][0].data_ptr() != a.data_ptr() and torch.equal(copies[1][1]["b"], b)
+    assert len(rotating_copies((a,), device="cpu", budget_bytes=1 << 40, max_copies=5)) == 5
+
+
+def test_paired_ab_interleaves_and_takes_the_ratio_of_medians():
+    order = []
+    fast, slow = _sleeper(1.0), _sleeper(3.0)
+    res = paired_ab(lambda: (order.append("A"), fast()), lambda: (order.append("B"), slow()), rounds=4, iters=3,
+                    warmup=0, device="cpu")
+    blocks = [order[i] for i in range(0, len(order), 3)]
+    assert blocks == ["A", "B", "B", "A", "A", "B", "B", "A"] == res.order
+    assert len(res.a.times_ms) == len(res.b.times_ms) == 12 and len(res.round_ratios) == 4
+    assert 0.2 < res.ratio < 0.6 and res.speedup == pytest.approx(1 / res.ratio)
+    assert "A/B time ratio" in str(res)
+
+
+def test_telemetry_parsers_and_throttle_flag():
+    nv = device_info.parse_nvidia_smi("1980, 3201, 612.48, 51\n")
+    assert nv == {"sm_clock_mhz": 1980.0, "mem_clock_mhz": 3201.0, "power_w": 612.48, "temperature_c": 51.0}
+    assert device_info.parse_nvidia_smi("1980, 3201, [N/A], 51")["power_w"] is None
+    amd = device_info.parse_amd_smi(
+        '[{"gpu": 0, "clock": {"gfx_0": {"clk": {"value": 2100, "unit": "MHz"}}, "mem_0": {"clk": {"value": 1300}}},'
+        ' "power": {"socket_power": {"value": 650, "unit": "W"}}, "temperature": {"hotspot": {"value": 71}}}]')
+    assert amd == {"sm_clock_mhz": 2100.0, "mem_clock_mhz": 1300.0, "power_w": 650.0, "temperature_c": 71.0}
+    assert device_info.throttled({"sm_clock_mhz": 1980.0}, {"sm_clock_mhz": 1500.0})
+    assert not device_info.throttled({"sm_clock_mhz": 1980.0}, {"sm_clock_mhz": 1900.0})
+    assert not device_info.throttled(None, {"sm_clock_mhz": 1.0})
+    assert device_info.read_telemetry("cpu") is None
+
+
+def test_flush_size_rules(monkeypatch):
+    monkeypatch.setattr(device_info, "l2_cache_bytes", lambda d: 60 * 2**20)
+    monkeypatch.setattr(device_info, "is_mi300_class", lambda d: False)
+    assert device_info.flush_bytes("cpu") == 256 * 2**20
+    monkeypatch.setattr(device_info, "l2_cache_bytes", lambda d: 200 * 2**20)
+    assert device_info.flush_bytes("cpu") == 400 * 2**20
+    monkeypatch.setattr(device_info, "is_mi300_class", lambda d: True)
+    monkeypatch.setattr(device_info, "l2_cache_bytes", lambda d: 4 * 2**20)
+    assert device_info.flush_bytes("cpu") == 512 * 2**20

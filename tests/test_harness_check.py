@@ -1,0 +1,98 @@
+"""ckgemm.testing.check: hard failure with a readable per-group report, tolerances derived per group,
+integers exact, NaN never passing, and the optional calc_diff criterion."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ckgemm.testing import check, tolerance
+from support import generator
+
+
+def _groups(tag, shapes, dtype=torch.float16):
+    gen = generator(tag)
+    refs = [torch.randn(m, n, generator=gen) * 3 for m, n in shapes]
+    return [r.to(dtype) for r in refs], refs
+
+
+def test_passes_and_returns_a_report():
+    outs, refs = _groups("check-pass", [(8, 16), (3, 5), (0, 7)])
+    report = check(outs, refs, in_dtype=torch.float16, k=[64, 32, 16], name="fp16 list")
+    assert report.passed and len(report.groups) == 3
+    s = report.summary()
+    assert s["passed"] and s["mismatches"] == 0 and s["failed_groups"] == 0
+    assert "fp16 list" in str(report) and "passed" in str(report)
+
+
+def test_failure_names_group_index_and_values():
+    outs, refs = _groups("check-fail", [(8, 16), (4, 4), (6, 9)])
+    outs[2] = outs[2].clone()
+    outs[2][5, 7] += 1.0
+    with pytest.raises(AssertionError) as info:
+        check(outs, refs, in_dtype=torch.float16, k=64, name="planted")
+    text = str(info.value)
+    assert "FAILED: 1 of 3 groups fail" in text
+    assert "group 2: first mismatches: (5, 7)" in text
+    rows = [line.split() for line in text.splitlines() if line[:1].isdigit()]
+    assert [(r[0], r[-1]) for r in rows] == [("0", "ok"), ("1", "ok"), ("2", "FAIL")]
+
+
+def test_tolerance_is_derived_per_group_from_k_and_max_ref():
+    """The same error passes a group with large K and large values but fails a small one."""
+    ref_big = torch.full((2, 2), 60.0)
+    ref_small = torch.full((2, 2), 0.9)
+    err = 0.03
+    rtol_b, atol_b = tolerance(torch.float16, torch.float16, torch.float32, 4096, 60.0)
+    rtol_s, atol_s = tolerance(torch.float16, torch.float16, torch.float32, 16, 0.9)
+    assert err <= atol_b + rtol_b * 60.0 and err > atol_s + rtol_s * 0.9
+    outs = [(ref_big + err).half(), (ref_small + err).half()]
+    with pytest.raises(AssertionError) as info:
+        check(outs, [ref_big, ref_small], in_dtype=torch.float16, k=[4096, 16])
+    assert "1 of 2 groups fail" in str(info.value)
+    check(outs[:1], [ref_big], in_dtype=torch.float16, k=[4096])
+
+
+def test_integers_are_exact():
+    gen = generator("check-int")
+    ref = torch.randint(-2**20, 2**20, (16, 16), generator=gen, dtype=torch.int64)
+    out = ref.to(torch.int32)
+    check(out, ref, in_dtype=torch.int8, k=4096)
+    out[3, 3] += 1
+    with pytest.raises(AssertionError, match=r"\(3, 3\)"):
+        check(out, ref, in_dtype=torch.int8, k=4096)
+    with pytest.raises(ValueError, match="compared exactly"):
+        check(out, ref, rtol=0.1, atol=1.0)
+
+
+def test_nan_never_passes_even_against_nan():
+    ref = torch.tensor([[1.0, float("nan")]])
+    with pytest.raises(AssertionError, match="NaN"):
+        check(ref.clone(), ref, rtol=1.0, atol=1.0)
+    unwritten = torch.full((2, 2), float("nan"))
+    with pytest.raises(AssertionError):
+        check(unwritten, torch.zeros(2, 2), rtol=1e9, atol=1e9)
+
+
+def test_calc_diff_is_a_second_criterion():
+    gen = generator("check-diff")
+    ref = torch.randn(64, 64, generator=gen)
+    out = ref * 1.01  # within rtol 0.05 everywhere, calc_diff = 0.01^2 / (1 + 1.01^2) ~ 5e-5
+    check(out, ref, rtol=0.05, atol=0.0, max_diff=1e-4)
+    with pytest.raises(AssertionError, match="calc_diff .* exceeds the bound"):
+        check(out, ref, rtol=0.05, atol=0.0, max_diff=1e-5)
+
+
+def test_explicit_tolerances_and_argument_errors():
+    outs, refs = _groups("check-explicit", [(4, 4), (4, 4)], torch.float32)
+    outs[1] = outs[1] + 0.5
+    check(outs, refs, rtol=[0.0, 0.0], atol=[0.0, 0.51])
+    with pytest.raises(AssertionError):
+        check(outs, refs, rtol=[0.0, 0.0], atol=[0.0, 0.49])
+    with pytest.raises(ValueError, match="both rtol and atol"):
+        check(outs, refs, rtol=0.1)
+    with pytest.raises(ValueError, match="in_dtype and k"):
+        check(outs, refs)
+    with pytest.raises(ValueError, match="2 entries for 3 groups"):
+        check(outs + outs[:1], refs + refs[:1], rtol=[0, 0], atol=[0, 0])
+    with pytest.raises(AssertionError, match="shape"):
+        check(torch.zeros(2, 3), torch.zeros(3, 2), rtol=0, atol=0)

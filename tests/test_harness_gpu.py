@@ -1,0 +1,210 @@
+"""The harness's device paths (skipped without a GPU): event timing with the flush outside the timed window,
+graph replay, rotation, telemetry, measured ceilings, the GPU reference, gpu_verify's torch fallback on the
+device, and the fused kernel of csrc/common/verify.cuh (built here with a test-only binding, and through
+torch.ops.ckgemm.verify_stats when the extension provides it) agreeing with the CPU path."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from ckgemm.testing import (bench, device_info, error_stats, gpu_verify, grouped_gemm_reference, measure_ceilings,
+                            rotating_copies, verify)
+from support import generator
+
+pytestmark = pytest.mark.gpu
+ROOT = Path(__file__).resolve().parents[1]
+DEV = "cuda"
+
+BINDING = r"""
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include "verify.cuh"
+namespace v = ckgemm::verify;
+
+template <class O, class R>
+static void run(const at::Tensor& out, const at::Tensor& ref, double rtol, double atol, at::Tensor& scratch,
+                at::Tensor& stats) {
+  const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  v::launch_verify_stats(reinterpret_cast<const O*>(out.data_ptr()), reinterpret_cast<const R*>(ref.data_ptr()),
+                         out.numel(), rtol, atol, reinterpret_cast<v::Result*>(scratch.data_ptr()),
+                         stats.data_ptr<double>(), v::suggested_grid(out.numel(), sms),
+                         at::cuda::getCurrentCUDAStream().stream());
+}
+
+at::Tensor verify_stats(const at::Tensor& o, const at::Tensor& r, double rtol, double atol) {
+  auto out = o.contiguous(), ref = r.contiguous();
+  auto stats = at::empty({v::kStatsSize}, out.options().dtype(at::kDouble));
+  auto scratch = at::empty({(int64_t)sizeof(v::Result)}, out.options().dtype(at::kByte));
+  const auto a = out.scalar_type(), b = ref.scalar_type();
+  using S = at::ScalarType;
+  if (a == S::Half && b == S::Half) run<v::Half16, v::Half16>(out, ref, rtol, atol, scratch, stats);
+  else if (a == S::Half && b == S::Float) run<v::Half16, float>(out, ref, rtol, atol, scratch, stats);
+  else if (a == S::BFloat16 && b == S::BFloat16) run<v::BFloat16, v::BFloat16>(out, ref, rtol, atol, scratch, stats);
+  else if (a == S::BFloat16 && b == S::Float) run<v::BFloat16, float>(out, ref, rtol, atol, scratch, stats);
+  else if (a == S::Float && b == S::Float) run<float, float>(out, ref, rtol, atol, scratch, stats);
+  else if (a == S::Float && b == S::Double) run<float, double>(out, ref, rtol, atol, scratch, stats);
+  else if (a == S::Double && b == S::Double) run<double, double>(out, ref, rtol, atol, scratch, stats);
+  else if (a == S::Int && b == S::Int) run<int32_t, int32_t>(out, ref, rtol, atol, scratch, stats);
+  else if (a == S::Int && b == S::Long) run<int32_t, int64_t>(out, ref, rtol, atol, scratch, stats);
+  else TORCH_CHECK(false, "verify_stats (test binding): unsupported dtypes ", a, ", ", b);
+  return stats;
+}
+
+TORCH_LIBRARY(ckgemm_verify_test, m) {
+  m.def("verify_stats(Tensor out, Tensor ref, float rtol, float atol) -> Tensor");
+  m.impl("verify_stats", c10::DispatchKey::CUDA, &verify_stats);
+}
+"""
+
+
+def _flat_index(index, shape) -> int:
+    flat = 0
+    for i, size in zip(index, shape):
+        flat = flat * size + i
+    return flat
+
+
+def _same_as_cpu(stats, out, ref, rtol, atol):
+    s = error_stats(out, ref, rtol, atol)
+    assert (stats.mismatches, stats.nan_out, stats.inf_out, stats.nan_ref, stats.inf_ref, stats.numel) == \
+        (s.mismatches, s.nan_out, s.inf_out, s.nan_ref, s.inf_ref, s.numel), stats.path
+    assert stats.max_abs_err == s.max_abs_err and stats.max_abs_ref == s.max_abs_ref, stats.path
+    assert stats.max_abs_index == (-1 if s.max_abs_index is None else _flat_index(s.max_abs_index, out.shape))
+    assert stats.out_all_zero == s.out_all_zero and stats.passed == s.passed
+
+
+def _cases():
+    """(out, ref, rtol, atol) on the GPU: random data in several dtype pairs, plus adversarial specials/ties."""
+    gen = generator("gpu-verify")
+    cases = []
+    for out_dtype, ref_dtype in ((torch.float16, torch.float16), (torch.float16, torch.float32),
+                                 (torch.bfloat16, torch.bfloat16), (torch.bfloat16, torch.float32),
+                                 (torch.float32, torch.float32), (torch.float32, torch.float64)):
+        ref = (torch.randn(300, 517, generator=gen) * 16).to(ref_dtype)
+        out = (ref.double() * (1 + 3e-3 * torch.randn(ref.shape, generator=gen, dtype=torch.float64))).to(out_dtype)
+        out.view(-1)[::997] = float("nan")
+        out.view(-1)[5::1013] = float("inf")
+        ref.view(-1)[7::1009] = float("-inf")
+        out.view(-1)[11] = 0.0
+        for rtol, atol in ((1e-3, 1e-3), (1e-2, 0.0625), (0.0, 0.0)):
+            cases.append((out.to(DEV), ref.to(DEV), rtol, atol))
+    ref = torch.randint(-2**30, 2**30, (64, 129), generator=gen, dtype=torch.int64)
+    out = ref.to(torch.int32)
+    out.view(-1)[::37] += 1
+    cases.append((out.to(DEV), ref.to(DEV), 0.0, 0.0))
+    cases.append((out.to(DEV), out.to(DEV), 0.0, 0.0))
+    tie_ref = torch.tensor([2.0, 2.0, -4.0, 0.0, float("nan"), float("inf"), 7.0] * 40000, dtype=torch.float64)
+    tie_out = torch.tensor([3.0, 3.0 + 2.0**-50, -5.5, 0.5, float("nan"), float("inf"), 7.0] * 40000,
+                           dtype=torch.float64)
+    cases.append((tie_out.to(DEV), tie_ref.to(DEV), 0.25, 0.5))
+    cases.append((torch.zeros(5, 7, device=DEV), torch.ones(5, 7, device=DEV), 0.0, 1.0))
+    cases.append((torch.zeros(0, device=DEV), torch.zeros(0, device=DEV), 0.0, 0.0))
+    return cases
+
+
+def test_fallback_on_the_device_matches_the_cpu():
+    for out, ref, rtol, atol in _cases():
+        stats = gpu_verify(out, ref, rtol, atol, op=lambda *a: (_ for _ in ()).throw(RuntimeError("refused")),
+                           chunk_elems=1 << 15)
+        assert stats.path.startswith(verify.FALLBACK)
+        _same_as_cpu(stats, out, ref, rtol, atol)
+
+
+@pytest.fixture(scope="module")
+def test_op(tmp_path_factory):
+    if shutil.which("nvcc") is None or shutil.which("ninja") is None:
+        pytest.skip("nvcc and ninja are needed to build the test binding of verify.cuh")
+    from torch.utils.cpp_extension import load
+
+    src = tmp_path_factory.mktemp("verify_ext") / "verify_test_binding.cu"
+    src.write_text(BINDING)
+    load("ckgemm_verify_test_ext", [str(src)], extra_include_paths=[str(ROOT / "csrc" / "common")],
+         extra_cuda_cflags=["-O2"], is_python_module=False, build_directory=str(src.parent), verbose=False)
+    return torch.ops.ckgemm_verify_test.verify_stats
+
+
+def test_fused_kernel_matches_the_cpu(test_op):
+    for out, ref, rtol, atol in _cases():
+        stats = gpu_verify(out, ref, rtol, atol, op=test_op)
+        assert stats.path == verify.FUSED
+        _same_as_cpu(stats, out, ref, rtol, atol)
+
+
+def test_registered_extension_op_matches_the_cpu():
+    if verify.registered_op() is None:
+        pytest.skip("torch.ops.ckgemm.verify_stats is not registered (extension not built)")
+    for out, ref, rtol, atol in _cases():
+        stats = gpu_verify(out, ref, rtol, atol)
+        if stats.path != verify.FUSED:
+            continue  # a dtype pair the extension does not dispatch: the fallback ran (covered above)
+        _same_as_cpu(stats, out, ref, rtol, atol)
+
+
+def test_events_time_the_kernel_not_the_flush():
+    x = torch.randn(1024, device=DEV)
+    res = bench(lambda: x.add_(1.0), warmup=3, iters=20, device=DEV, telemetry=False)
+    assert res.method == "cuda-events" and res.cold.startswith("flush")
+    buffer = torch.empty(device_info.flush_bytes(DEV) // 4, dtype=torch.int32, device=DEV)
+    memset = bench(lambda: buffer.zero_(), warmup=2, iters=10, device=DEV, flush=False, telemetry=False)
+    assert res.median_ms < 0.2 * memset.median_ms, (str(res), str(memset))
+
+
+def test_graph_replay_and_rotation():
+    a = torch.randn(512, 512, device=DEV)
+    b = torch.randn(512, 512, device=DEV)
+    out = torch.empty(512, 512, device=DEV)
+    graph = bench(lambda: torch.matmul(a, b, out=out), graph=True, warmup=2, iters=10, device=DEV)
+    assert graph.method == "cuda-graph" and graph.min_ms > 0
+    torch.testing.assert_close(out, a @ b)
+    copies = rotating_copies((a, b), device=DEV, budget_bytes=64 << 20)
+    assert len(copies) > 8
+    rot = bench(lambda x, y: torch.matmul(x, y), rotate=copies, warmup=2, iters=10, device=DEV)
+    assert rot.cold.startswith("rotate") and "flush" not in rot.cold
+
+
+def test_telemetry_is_read_when_the_tool_exists():
+    tool = "nvidia-smi" if torch.version.hip is None else "amd-smi"
+    if shutil.which(tool) is None:
+        pytest.skip(f"{tool} not installed")
+    reading = device_info.read_telemetry(DEV)
+    assert reading is not None and reading["source"] == tool and reading["sm_clock_mhz"] > 0
+    x = torch.randn(4096, 4096, device=DEV)
+    timed = bench(lambda: x @ x, warmup=2, iters=5, device=DEV)
+    assert timed.telemetry_before and timed.telemetry_after
+    print("telemetry:", timed.telemetry_before, timed.telemetry_after)
+
+
+def test_measured_ceilings():
+    c = measure_ceilings(DEV, size=4096, copy_bytes=1 << 28, iters=5)
+    print("measured:", c)
+    assert c.hbm_tbs > 0.3 and c.tflops["bf16"] > 20
+
+
+def test_reference_on_the_gpu_ignores_tf32():
+    gen = generator("gpu-ref")
+    a = [torch.randn(300, 1024, generator=gen).to(DEV)]
+    b = [torch.randn(200, 1024, generator=gen).to(DEV)]
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        (c,) = grouped_gemm_reference(a, b)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved
+    exact = a[0].double() @ b[0].double().t()
+    magnitude = a[0].double().abs() @ b[0].double().abs().t()
+    assert bool(((c.double() - exact).abs() <= 1024 * 2.0**-24 * magnitude).all()), "TF32 leaked into the reference"
+
+
+def test_cli_smoke_on_the_gpu(capsys):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ckgemm_op_tests_cli_gpu", ROOT / "op_tests" / "test_grouped_gemm.py")
+    cli = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cli)
+    assert cli.main(["--smoke"]) == 0
+    text = capsys.readouterr().out
+    print(text[-6000:])
+    assert "ALL PASSED" in text

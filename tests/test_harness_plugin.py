@@ -1,0 +1,72 @@
+"""The pytest plugin (entry point ``ckgemm``): markers, options, header, fixtures, clean gpu skips, report."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ckgemm.testing import pytest_plugin
+
+pytest_plugins = ["pytester"]
+
+SUITE = """
+import pytest
+
+@pytest.mark.gpu
+def test_needs_gpu():
+    assert False, "must not run without a GPU"
+
+@pytest.mark.smoke
+def test_fixtures(ckgemm_seed, ckgemm_backend, ckgemm_report):
+    ckgemm_report.add(op="probe", backend=str(ckgemm_backend), dtype="bf16", shape="1x1x1x1",
+                      time={"median_ms": 1.0, "p10_ms": 0.9, "p90_ms": 1.1, "min_ms": 0.9}, passed=True)
+    assert (ckgemm_seed, ckgemm_backend) == (EXPECTED_SEED, EXPECTED_BACKEND)
+
+@pytest.mark.full
+def test_full():
+    pass
+
+@pytest.mark.perf
+def test_perf():
+    pass
+"""
+
+
+def _suite(pytester, seed, backend):
+    pytester.makepyfile(SUITE.replace("EXPECTED_SEED", str(seed)).replace("EXPECTED_BACKEND", repr(backend)))
+
+
+@pytest.mark.skipif(pytest_plugin.gpu_skip_reason() is None, reason="checks the skip path; a GPU is visible")
+def test_options_header_fixtures_and_gpu_skip(pytester, tmp_path):
+    _suite(pytester, 1234, "torch")
+    report = tmp_path / "r.json"
+    result = pytester.runpytest("--strict-markers", "-rs",
+                                "--ckgemm-seed", "1234", "--ckgemm-backend", "torch", "--ckgemm-report", str(report))
+    result.assert_outcomes(passed=3, skipped=1)
+    result.stdout.fnmatch_lines(["ckgemm: seed 1234, backend torch, report *r.json",
+                                 "SKIPPED*gpu test: no GPU visible to torch*"])
+    data = json.loads(report.read_text())
+    assert data["meta"]["seed"] == 1234 and data["rows"][0]["op"] == "probe"
+    assert (tmp_path / "r.json.md").read_text().startswith("# pytest session")
+
+
+def test_defaults_come_from_the_environment(pytester, monkeypatch):
+    monkeypatch.setenv("CKGEMM_SEED", "77")
+    monkeypatch.setenv("CKGEMM_BACKEND", "cutlass")
+    _suite(pytester, 77, "cutlass")
+    result = pytester.runpytest("-m", "smoke")
+    result.assert_outcomes(passed=1, deselected=3)
+    result.stdout.fnmatch_lines(["ckgemm: seed 77, backend cutlass, report none"])
+
+
+def test_markers_are_registered(pytester):
+    result = pytester.runpytest("--markers")
+    for name in ("smoke", "full", "perf", "gpu"):
+        result.stdout.fnmatch_lines([f"@pytest.mark.{name}: *"])
+
+
+def test_gpu_skip_reason_matches_this_machine():
+    import torch
+
+    reason = pytest_plugin.gpu_skip_reason()
+    assert (reason is None) == torch.cuda.is_available()

@@ -1,0 +1,146 @@
+"""ckgemm.testing.quant: every cast round-trips within half a quantization step, for both e4m3 flavours,
+fp32 and UE8M0 scales, fp4 e2m1 (packing, ties to even) and int8."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ckgemm.testing import quant
+from support import generator
+
+FP8 = [torch.float8_e4m3fn, torch.float8_e4m3fnuz]
+FP8_IDS = ["e4m3fn", "e4m3fnuz"]
+CASTS = {
+    "per_token": (quant.per_token_cast_to_fp8, lambda r, c, g: (r, -(-c // g))),
+    "per_block": (quant.per_block_cast_to_fp8, lambda r, c, g: (-(-r // g), -(-c // g))),
+    "per_channel": (quant.per_channel_cast_to_fp8, lambda r, c, g: (-(-r // g), c)),
+}
+
+
+def _wide_range(shape, tag):
+    """Normal data spread over several binades, so blocks get very different scales."""
+    gen = generator(tag)
+    return torch.randn(shape, generator=gen) * torch.exp(2 * torch.randn(shape, generator=gen))
+
+
+def _fp8_half_step(v: torch.Tensor, dtype) -> torch.Tensor:
+    """Half the spacing of the e4m3 grid around each |v| (3 mantissa bits; subnormal spacing below normals)."""
+    tiny = torch.finfo(dtype).smallest_normal
+    e = torch.floor(torch.log2(v.abs().clamp(min=tiny)))
+    return 0.5 * torch.exp2(e - 3)
+
+
+@pytest.mark.parametrize("ue8m0", [False, True], ids=["fp32-scale", "ue8m0"])
+@pytest.mark.parametrize("dtype", FP8, ids=FP8_IDS)
+@pytest.mark.parametrize("kind", list(CASTS))
+def test_fp8_round_trip_within_half_a_step(kind, dtype, ue8m0):
+    cast, scale_shape = CASTS[kind]
+    rows, cols, gran = 70, 300, 32
+    x = _wide_range((rows, cols), f"fp8-{kind}-{dtype}-{ue8m0}")
+    q = cast(x, gran, dtype=dtype, ue8m0=ue8m0)
+    assert q.data.dtype == dtype and q.data.shape == x.shape
+    assert tuple(q.scale.shape) == scale_shape(rows, cols, gran) and q.scale.dtype == torch.float32
+    scale = quant.expand_scale(q.scale.double(), q.block, x.shape)
+    v = x.double() / scale  # the value the code stands for, exactly
+    err = (q.data.double() - v).abs()
+    # x / scale is rounded once to fp32 before the fp8 rounding; with power-of-two scales it is exact.
+    slack = 0.0 if ue8m0 else 2.0**-23
+    assert bool((err <= _fp8_half_step(v, dtype) + slack * v.abs()).all())
+    assert float((err / _fp8_half_step(v, dtype)).max()) > 0.5, "the bound must be tight, not vacuous"
+    assert torch.equal(quant.dequant(q, torch.float64), q.data.double() * scale), "dequant is code * scale, exactly"
+    assert float(q.data.float().abs().max()) <= torch.finfo(dtype).max
+
+
+@pytest.mark.parametrize("dtype", FP8, ids=FP8_IDS)
+def test_fp8_uses_the_flavours_max(dtype):
+    """Without UE8M0 the largest element of each block lands on the format's max (448 or 240)."""
+    x = _wide_range((4, 256), f"fp8-max-{dtype}")
+    q = quant.per_token_cast_to_fp8(x, 128, dtype=dtype)
+    block_max = q.data.float().abs().reshape(4, 2, 128).amax(-1)
+    assert torch.equal(block_max, torch.full_like(block_max, torch.finfo(dtype).max))
+
+
+def test_ue8m0_scales_are_powers_of_two_and_round_trip_as_bytes():
+    x = _wide_range((64, 256), "ue8m0")
+    q = quant.per_block_cast_to_fp8(x, 128, ue8m0=True)
+    codes = quant.ue8m0_bytes(q.scale)
+    assert codes.dtype == torch.uint8 and torch.equal(quant.ue8m0_to_float(codes), q.scale)
+    plain = quant.per_block_cast_to_fp8(x, 128)
+    assert bool((q.scale >= plain.scale).all()) and bool((q.scale < 2 * plain.scale).all())
+    with pytest.raises(ValueError, match="powers of two"):
+        quant.ue8m0_bytes(plain.scale)
+
+
+def test_ceil_to_ue8m0_is_exact_at_and_above_powers_of_two():
+    x = torch.tensor([1.0, 1.0000001, 0.75, 3.0, 2.0**-20, 2.0**100 * 1.0000001])
+    expected = torch.tensor([1.0, 2.0, 1.0, 4.0, 2.0**-20, 2.0**101])
+    assert torch.equal(quant.ceil_to_ue8m0(x), expected)
+
+
+def test_batched_per_block_scales_each_matrix():
+    x = _wide_range((3, 130, 260), "fp8-batched")
+    q = quant.per_block_cast_to_fp8(x, 128)
+    assert tuple(q.scale.shape) == (3, 2, 3)
+    for g in range(3):
+        single = quant.per_block_cast_to_fp8(x[g], 128)
+        assert torch.equal(q.scale[g], single.scale) and torch.equal(q.data[g].float(), single.data.float())
+
+
+def test_zero_blocks_quantize_to_zero():
+    x = torch.zeros(4, 128)
+    x[0, :64] = torch.linspace(-1, 1, 64)
+    q = quant.per_token_cast_to_fp8(x, 64)
+    assert torch.equal(quant.dequant(q)[1:], torch.zeros(3, 128))
+
+
+def _fp4_half_step(v: torch.Tensor) -> torch.Tensor:
+    a = v.abs()
+    return torch.where(a < 2, 0.25, torch.where(a < 4, 0.5, 1.0)).double()
+
+
+@pytest.mark.parametrize("ue8m0", [False, True], ids=["fp32-scale", "ue8m0"])
+def test_fp4_round_trip_and_packing(ue8m0):
+    rows, cols, gran = 9, 97, 32  # odd column count: the last byte carries one code
+    x = _wide_range((rows, cols), f"fp4-{ue8m0}")
+    q = quant.cast_to_fp4(x, gran, ue8m0=ue8m0)
+    assert q.data.dtype == torch.uint8 and tuple(q.data.shape) == (rows, 49)
+    assert tuple(q.scale.shape) == (rows, 4)
+    scale = quant.expand_scale(q.scale.double(), q.block, x.shape)
+    v = x.double() / scale
+    values = quant.fp4_values(quant.fp4_unpack(q.data, cols), torch.float64)
+    slack = 0.0 if ue8m0 else 2.0**-23
+    assert bool(((values - v).abs() <= _fp4_half_step(v) + slack * v.abs()).all())
+    assert torch.equal(quant.dequant(q, torch.float64), values * scale)
+
+
+def test_fp4_codes_ties_to_even_and_nibble_order():
+    x = torch.tensor([[0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, -0.75, 6.0, -6.0, 0.5, -1.0]])
+    q = quant.cast_to_fp4(x, 12, amax_floor=6.0)  # scale exactly 1
+    assert float(q.scale) == 1.0
+    got = quant.dequant(q)[0].tolist()
+    assert got == [0.0, 1.0, 1.0, 2.0, 2.0, 4.0, 4.0, -1.0, 6.0, -6.0, 0.5, -1.0]
+    assert int(q.data[0, 5]) == 0x1 | (0xA << 4)  # 0.5 -> code 1 (low nibble), -1.0 -> sign|2 = 0xA (high)
+
+
+@pytest.mark.parametrize("per", ["row", "tensor"])
+def test_int8_symmetric_round_trip(per):
+    x = _wide_range((33, 65), f"int8-{per}")
+    q = quant.cast_to_int8(x, per)
+    assert q.data.dtype == torch.int8 and tuple(q.scale.shape) == ((33, 1) if per == "row" else (1, 1))
+    assert int(q.data.abs().max()) == 127 and int(q.data.min()) >= -127
+    scale = quant.expand_scale(q.scale.double(), q.block, x.shape)
+    err = (quant.dequant(q, torch.float64) - x.double()).abs()
+    assert bool((err <= scale * (0.5 + 2.0**-16)).all())
+    assert float((err / scale).max()) > 0.4
+    with pytest.raises(ValueError):
+        quant.cast_to_int8(x, "column")
+
+
+def test_quantized_unpacks_like_deepgemm_and_checks_input():
+    x = _wide_range((4, 128), "unpack")
+    codes, scale = quant.per_token_cast_to_fp8(x)
+    assert codes.dtype == torch.float8_e4m3fn and scale.shape == (4, 1)
+    with pytest.raises(ValueError, match="e4m3"):
+        quant.per_token_cast_to_fp8(x, dtype=torch.float8_e5m2)
+    with pytest.raises(ValueError, match="rows, cols"):
+        quant.per_token_cast_to_fp8(x[0])

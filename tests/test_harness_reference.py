@@ -1,0 +1,111 @@
+"""ckgemm.testing.reference: agrees with float64 on small shapes for every dtype and layout, dequantizes
+exactly the quantized operands, is exact for integers, and stays independent of ckgemm's ops."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+import torch
+
+from ckgemm.testing import quant
+from ckgemm.testing.reference import gemm_reference, grouped_gemm_reference, grouped_gemm_reference_packed
+from support import b_shape, exact_product, generator, rand_tensor
+
+DTYPES = [torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e4m3fnuz, torch.int8]
+SHAPES = [(1, 7, 5), (17, 33, 64), (0, 8, 16), (5, 0, 16), (6, 9, 0), (40, 24, 129)]
+
+
+@pytest.mark.parametrize("layout", ["RC", "RR"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).replace("torch.", ""))
+def test_reference_matches_float64(dtype, layout):
+    gen = generator(f"ref-{dtype}-{layout}")
+    a = [rand_tensor((m, k), dtype, gen) for m, n, k in SHAPES]
+    b = [rand_tensor(b_shape(n, k, layout), dtype, gen) for m, n, k in SHAPES]
+    fp32 = grouped_gemm_reference(a, b, layout=layout)
+    fp64 = grouped_gemm_reference(a, b, layout=layout, precision="fp64")
+    for g, (x, y, c32, c64) in enumerate(zip(a, b, fp32, fp64)):
+        exact = exact_product(x, y, layout)
+        if dtype == torch.int8:
+            assert c32.dtype == torch.int64 and torch.equal(c32, exact), f"group {g}: int8 must be exact"
+            continue
+        assert c32.dtype == torch.float32 and c64.dtype == torch.float64
+        assert torch.equal(c64, exact), f"group {g}: fp64 products of <=11-bit values are exact"
+        k = x.shape[1]
+        magnitude = x.double().abs() @ (y.t() if layout == "RC" else y).double().abs()
+        assert bool(((c32.double() - exact).abs() <= k * 2.0**-24 * magnitude).all()), f"group {g}"
+
+
+def test_int8_exact_past_fp32_integer_range_and_int32_wrap():
+    gen = generator("ref-int8-big")
+    k = 4096
+    a = torch.randint(100, 128, (3, k), generator=gen, dtype=torch.int8)
+    b = torch.randint(100, 128, (2, k), generator=gen, dtype=torch.int8)
+    (c,) = grouped_gemm_reference([a], [b])
+    exact = a.long() @ b.long().t()
+    assert exact.abs().max() > 2**24 and torch.equal(c, exact)
+    (c32,) = grouped_gemm_reference([a], [b], out_dtype=torch.int32)
+    assert c32.dtype == torch.int32 and torch.equal(c32.long(), exact)
+
+
+def test_quantized_operands_are_dequantized_exactly():
+    gen = generator("ref-quant")
+    x = torch.randn(37, 256, generator=gen) * 2
+    w = torch.randn(48, 256, generator=gen)  # RC: [N, K]
+    qa = quant.per_token_cast_to_fp8(x, 128)
+    qb = quant.per_block_cast_to_fp8(w, 128, dtype=torch.float8_e4m3fnuz, ue8m0=True)
+    c = gemm_reference(qa, qb, layout="RC", precision="fp64")
+    manual = (qa.data.double() * quant.expand_scale(qa.scale.double(), qa.block, qa.shape)) @ \
+        (qb.data.double() * quant.expand_scale(qb.scale.double(), qb.block, qb.shape)).t()
+    assert torch.equal(c, manual)
+    # The dequantized product is near the unquantized one, but not equal: the reference used the codes.
+    high = x.double() @ w.double().t()
+    assert not torch.equal(c, high) and float((c - high).abs().max()) < 0.2 * float(high.abs().max())
+    qw4 = quant.cast_to_fp4(w.t().contiguous(), 32)  # RR: [K, N]
+    c4 = gemm_reference(qa, qw4, layout="RR", precision="fp64")
+    assert torch.equal(c4, qa.dequant(torch.float64) @ qw4.dequant(torch.float64))
+
+
+@pytest.mark.parametrize("layout", ["RC", "RR"])
+def test_packed_equals_list_form(layout):
+    gen = generator(f"ref-packed-{layout}")
+    sizes = [3, 0, 11, 1]
+    a = rand_tensor((sum(sizes), 40), torch.bfloat16, gen)
+    b = rand_tensor((4, *b_shape(24, 40, layout)), torch.bfloat16, gen)
+    packed = grouped_gemm_reference_packed(a, b, torch.tensor(sizes), layout=layout)
+    listed = grouped_gemm_reference(list(torch.split(a, sizes)), list(b), layout=layout)
+    assert torch.equal(packed, torch.cat(listed))
+    ai = rand_tensor((sum(sizes), 40), torch.int8, gen)
+    bi = rand_tensor((4, *b_shape(24, 40, layout)), torch.int8, gen)
+    exact = grouped_gemm_reference_packed(ai, bi, sizes, layout=layout)
+    assert exact.dtype == torch.int64 and torch.equal(exact, torch.cat(
+        [exact_product(x, y, layout) for x, y in zip(torch.split(ai, sizes), bi)]))
+
+
+def test_argument_errors_name_the_group():
+    a = [torch.zeros(2, 8), torch.zeros(2, 8)]
+    b = [torch.zeros(4, 8), torch.zeros(4, 7)]
+    with pytest.raises(ValueError, match="group 1: K mismatch"):
+        grouped_gemm_reference(a, b)
+    with pytest.raises(ValueError, match="layout"):
+        grouped_gemm_reference(a, b, layout="CC")
+    with pytest.raises(ValueError, match="precision"):
+        grouped_gemm_reference_packed(torch.zeros(2, 8), torch.zeros(1, 4, 8), [2], precision="fp16")
+    with pytest.raises(ValueError, match="sum to"):
+        grouped_gemm_reference_packed(torch.zeros(2, 8), torch.zeros(1, 4, 8), [3])
+
+
+def test_harness_never_imports_the_ops_or_backends():
+    """ckgemm.testing judges ckgemm from outside: no module of it imports ckgemm.ops or the backends."""
+    root = Path(__import__("ckgemm.testing").testing.__file__).parent
+    for path in root.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.ImportFrom):
+                names = [("." * node.level) + (node.module or "")] + [
+                    ("." * node.level) + (node.module or "") + "." + a.name for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            for name in names:
+                for banned in ("ckgemm.ops", "ckgemm.backends", "..ops", "..backends", "ckgemm.grouped_gemm"):
+                    assert not name.startswith(banned), f"{path.name} imports {name}"
