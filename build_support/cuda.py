@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CUDA_DIR = ROOT / "csrc" / "cuda"
 GB_PER_JOB = 4.0
 DTYPE_MACROS = {"fp16": "F16", "bf16": "BF16", "fp8": "FP8", "int8": "I8"}
-_INSTANCE_RE = re.compile(r"CKGEMM_INSTANCE\((\w+), (\w+), (\w+), (\w+)\)")
+_INSTANCE_RE = re.compile(r"^CKGEMM_INSTANCE\((\w+), (\w+), (\w+), (\w+)\)", re.MULTILINE)
 _ABI_TO_FILTER = {"F16": "fp16", "BF16": "bf16", "FP8_E4M3": "fp8", "I8": "int8"}
 
 
