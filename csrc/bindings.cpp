@@ -165,6 +165,18 @@ bool is_instantiated(int64_t dtype, int64_t layout, int64_t config) {
                                   static_cast<ckgemm::Config>(config)});
 }
 
+// GPU archs a ROCm build compiled kernels for (set by build_support/rocm.py); empty for CUDA builds.
+std::vector<std::string> built_archs() {
+  std::vector<std::string> archs;
+#ifdef CKGEMM_ARCH_GFX942
+  archs.push_back("gfx942");
+#endif
+#ifdef CKGEMM_ARCH_GFX950
+  archs.push_back("gfx950");
+#endif
+  return archs;
+}
+
 }  // namespace
 
 TORCH_LIBRARY(ckgemm, m) {
@@ -185,4 +197,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "ckgemm native extension: registers torch.ops.ckgemm.*";
   m.def("backend_kind", [] { return std::string(ckgemm::backend_name()); });
   m.def("is_instantiated", &is_instantiated, "Whether this build holds an instance for (dtype, layout, config)");
+  m.def("built_archs", &built_archs, "GPU archs of a ROCm build (empty for CUDA builds)");
 }

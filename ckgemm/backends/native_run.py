@@ -55,26 +55,39 @@ def device_reason(name: str, device: torch.device) -> str | None:
             return f"it is built for sm_90a (Hopper); {torch.cuda.get_device_name(index)} is sm_{major}{minor}"
         return None
     arch = torch.cuda.get_device_properties(index).gcnArchName
-    built = native._C.built_archs() if hasattr(native._C, "built_archs") else []
+    built = native._C.built_archs()
     if arch.split(":")[0] not in built:
         return f"this build targets {built}; the device is {arch} (rebuild with GPU_ARCHS={arch.split(':')[0]})"
     return None
 
 
-def _paths(backend: str, config: int, shapes, repacked) -> tuple[str, ...]:
+def _paths(backend: str, config: int, shapes, notes) -> tuple[str, ...]:
     out = []
-    for (m, n, k), rp in zip(shapes, repacked):
+    for (m, n, k), note in zip(shapes, notes):
         if m == 0 or n == 0:
             out.append("skip:empty")
         elif k == 0:
             out.append("zero-k")
         else:
-            out.append(f"{backend}:{plan.CONFIG_NAME[config]}" + ("+repack" if rp else ""))
+            out.append(f"{backend}:{plan.CONFIG_NAME[config]}" + note)
     return tuple(out)
 
 
+def _prepare(rules, layout, a, b, c, compute: bool, b_group_stride: int = 0):
+    """(a, b, c, layout, note) the kernel takes for one group (or one packed call): repacked inputs
+    when they are misaligned, and an aligned temporary output when the backend cannot write ``c``."""
+    reason = plan.repack_reason(rules, layout, a, b, b_group_stride) if compute else None
+    n_stage = plan.staged_output_columns(rules, c) if compute else 0
+    if reason is None and not n_stage:
+        return a, b, c, layout, ""
+    a, b = plan.repack(a, b, layout, n_multiple=max(1, rules.output_align_bytes // c.element_size()) if n_stage else 1)
+    if n_stage:
+        return a, b, c.new_empty((c.shape[0], b.shape[-2])), "RC", "+staged"
+    return a, b, c, "RC", "+repack"
+
+
 def _check_not_capturing(op: str) -> None:
-    if torch.cuda.is_current_stream_capturing():
+    if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
         raise InvalidArgumentError(f"{op}: the list forms stage per-group arguments from host memory and cannot be "
                                    "captured in a CUDA/HIP graph; use grouped_gemm_packed, which builds them on the "
                                    "device")
@@ -86,49 +99,46 @@ def run_list(problem, a_list, b_list, c_list) -> tuple[str, ...]:
     rules = plan.RULES[backend]
     home = plan.native_layout(rules, problem.layout, problem.rule.input.itemsize)
     launches = {home: ([], [], [])}
-    repacked = []
+    notes, staged = [], []
     for a, b, c, (m, n, k) in zip(a_list, b_list, c_list, problem.shapes):
-        layout = problem.layout
-        reason = plan.repack_reason(rules, layout, a, b) if m and n and k else None
-        if reason is not None:
-            a, b = plan.repack(a, b, layout)
-            layout = "RC"
-        elif layout != home:  # nothing to multiply, and no kernel for this layout: hand over as RC
+        a, b, run_c, layout, note = _prepare(rules, problem.layout, a, b, c, bool(m and n and k))
+        if run_c is not c:
+            staged.append((c, run_c))
+        if not note and layout != home:  # nothing to multiply, and no kernel for this layout: hand over as RC
             if m == 0 or n == 0:
-                repacked.append(False)
+                notes.append("")
                 continue  # nothing to write either
             b, layout = b.new_empty((n, 0)), home  # K = 0: the runner zero-fills C
-        repacked.append(reason is not None)
+        notes.append(note)
         group = launches.setdefault(layout, ([], [], []))
         group[0].append(a)
         group[1].append(b)
-        group[2].append(c)
-    outputs_ok = all(plan.output_takes_large(rules, c) for c in c_list)
+        group[2].append(run_c)
+    outputs_ok = all(plan.output_takes_large(rules, c) for _, (_, _, cs) in launches.items() for c in cs)
     config = plan.choose_config([m for m, _, _ in problem.shapes], outputs_ok)
     for layout, (a_sub, b_sub, c_sub) in launches.items():
         if a_sub:
             torch.ops.ckgemm.run_list(a_sub, b_sub, c_sub, plan.LAYOUT_CODE[layout], config)
-    return _paths(backend, config, problem.shapes, repacked)
+    for c, run_c in staged:
+        c.copy_(run_c[:, :c.shape[1]])
+    return _paths(backend, config, problem.shapes, notes)
 
 
 def run_packed(problem, a, b, group_sizes, out) -> tuple[str, ...]:
     backend = native.built_kind()
     rules = plan.RULES[backend]
-    layout = problem.layout
-    reason = None
-    if problem.k and problem.n and problem.rows:
-        reason = plan.repack_reason(rules, layout, a, b, b.stride(0) if b.shape[0] > 1 else 0)
-    if reason is not None:
-        a, b = plan.repack(a, b, layout)
-        layout = "RC"
-    elif layout != plan.native_layout(rules, layout, a.element_size()):
+    compute = bool(problem.k and problem.n and problem.rows)
+    a, b, run_out, layout, note = _prepare(rules, problem.layout, a, b, out, compute,
+                                           b.stride(0) if b.shape[0] > 1 else 0)
+    if not note and layout != plan.native_layout(rules, layout, a.element_size()):
         # Nothing to multiply (K, N or every size is 0) and no kernel for this layout: any B of the
         # right RC shape will do, as the runner only zero-fills or validates the sizes.
         b = b.new_empty((1, 1, max(problem.k, 1)))[..., :problem.k].expand(problem.groups, problem.n, problem.k)
         layout = "RC"
     mean_m = [problem.rows / problem.groups] if problem.sizes is None else list(problem.sizes)
-    config = plan.choose_config(mean_m, plan.output_takes_large(rules, out))
-    torch.ops.ckgemm.run_packed_out(a, b, group_sizes, out, plan.LAYOUT_CODE[layout], config)
+    config = plan.choose_config(mean_m, plan.output_takes_large(rules, run_out))
+    torch.ops.ckgemm.run_packed_out(a, b, group_sizes, run_out, plan.LAYOUT_CODE[layout], config)
+    if run_out is not out:
+        out.copy_(run_out[:, :problem.n])
     sizes = problem.sizes if problem.sizes is not None else [1] * problem.groups
-    return _paths(backend, config, [(m, problem.n, problem.k) for m in sizes], [reason is not None] * problem.groups)
-
+    return _paths(backend, config, [(m, problem.n, problem.k) for m in sizes], [note] * problem.groups)

@@ -4,8 +4,10 @@ kernel takes as they are, which must be repacked first, and which kernel config 
 A group the kernel cannot take directly (misaligned base pointer, leading dimension or K; 8-bit RR
 on CUTLASS, whose grouped kernels need K-major B) is repacked into fresh RC tensors with K zero-padded
 to a multiple of 16 elements. Zero padding adds exact zeros to every dot product, so the result is
-the same for every dtype; only the extra copy costs time. The output is never repacked: an output
-the TMA-store epilogue cannot write makes the call use the direct-store (Small) config.
+the same for every dtype; only the extra copy costs time. An output the kernels cannot write (base,
+leading dimension or N not 16-byte aligned) takes the direct-store Small config where the backend has
+one (CUTLASS); otherwise (CK-tile) the group runs into an aligned temporary with N padded by zero rows
+of B, and the [M, N] part is copied into the caller's output.
 """
 from __future__ import annotations
 
@@ -18,8 +20,9 @@ LARGE, SMALL = 0, 1
 CONFIG_NAME = {LARGE: "large", SMALL: "small"}
 K_PAD = 16  # elements; 16 bytes for 8-bit inputs, 32 for 16-bit
 
-# Mean rows per non-empty group at or below which the Small (64-row ping-pong) config runs; above
-# it the Large (128-row cooperative) config does. Tuned on the H200 (docs/PERF.md).
+# Mean rows per non-empty group at or below which the Small config runs; above it the Large one does.
+# On the H200 (docs/PERF.md) decode-size groups (mean M = 16) reach 87-97% of the copy bandwidth with
+# Small and prefill-size groups run Large; the boundary between them has not been swept yet.
 SMALL_MEAN_M = 64
 
 
@@ -29,12 +32,15 @@ class Rules:
 
     align_bytes: int  # base pointers, leading dimensions and the contiguous extent
     native_8bit_rr: bool  # 8-bit inputs with B stored [K, N]
-    output_align_bytes: int  # for the Large config's output (0: any)
+    output_align_bytes: int  # output base, leading dimension and N for the Large config (0: any)
+    direct_store_small: bool  # the Small config writes any output (else: stage through a temporary)
 
 
 RULES = {
-    "cutlass": Rules(align_bytes=16, native_8bit_rr=False, output_align_bytes=16),
-    "ck": Rules(align_bytes=4, native_8bit_rr=True, output_align_bytes=0),
+    # TMA loads need 16-byte aligned bases/strides/extents; the ping-pong config stores D directly.
+    "cutlass": Rules(align_bytes=16, native_8bit_rr=False, output_align_bytes=16, direct_store_small=True),
+    # CK-tile's vector loads/stores are 16 bytes wide in every instance (csrc/hip/routing.h).
+    "ck": Rules(align_bytes=16, native_8bit_rr=True, output_align_bytes=16, direct_store_small=False),
 }
 
 
@@ -100,7 +106,22 @@ def pad_k(x: torch.Tensor, multiple: int = K_PAD) -> torch.Tensor:
     return out
 
 
-def repack(a: torch.Tensor, b: torch.Tensor, layout: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """A and B as RC tensors the kernel always takes: contiguous, K padded with zeros."""
-    b_nk = b if layout == "RC" else b.transpose(-1, -2)
-    return pad_k(a), pad_k(b_nk)
+def repack(a: torch.Tensor, b: torch.Tensor, layout: str, n_multiple: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """A and B as RC tensors the kernel always takes: contiguous, K padded with zeros, and B's N rows
+    padded with zero rows up to ``n_multiple`` (their output columns are zeros, sliced off later)."""
+    b_nk = pad_k(b if layout == "RC" else b.transpose(-1, -2))
+    n = b_nk.shape[-2]
+    n_pad = -(-n // n_multiple) * n_multiple
+    if n_pad != n:
+        padded = b_nk.new_zeros((*b_nk.shape[:-2], n_pad, b_nk.shape[-1]))
+        padded[..., :n, :] = b_nk
+        b_nk = padded
+    return pad_k(a), b_nk
+
+
+def staged_output_columns(rules: Rules, c: torch.Tensor) -> int:
+    """0 when the backend can write ``c`` itself; otherwise the padded N of the temporary it writes."""
+    if rules.direct_store_small or output_takes_large(rules, c):
+        return 0
+    multiple = max(1, rules.output_align_bytes // c.element_size())
+    return -(-c.shape[-1] // multiple) * multiple

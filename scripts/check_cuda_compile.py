@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Compile check of the CUTLASS backend (csrc/cuda) for sm_90a on a machine without a GPU.
+
+Every instance TU and the runner (none includes a torch header) is compiled to an object file with the
+CUDA toolkit's nvcc, in parallel, with build_support/cuda.py's flags. The PTX nvcc keeps on the way is
+then checked: each instance must issue the Hopper warpgroup MMA of its dtype (wgmma ...f16 / bf16 /
+e4m3 / s8), so a config that silently fell back to a slower path fails; and ptxas must report no
+register spills in the GEMM kernels.
+
+Needs (installs nothing): nvcc from CUDA 12.3 or newer, and CUTLASS 4.x headers (CUTLASS_DIR, or
+`pip install --no-deps nvidia-cutlass==4.2.0.0`). Exit status: 0 ok, 1 a check failed, 2 missing tools.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from build_support import cuda  # noqa: E402
+
+WGMMA = {  # PTX of the warpgroup MMA each instance dtype must use
+    "f16": r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32\.f16\.f16",
+    "bf16": r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32\.bf16\.bf16",
+    "e4m3": r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k32\.f32\.e4m3\.e4m3",
+    "s8": r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k32\.s32\.s8\.s8",
+}
+SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
+
+
+def compile_one(source: str, flags: list[str], workdir: Path) -> dict:
+    name = Path(source).stem
+    keep = workdir / name
+    keep.mkdir()
+    cmd = ["nvcc", *flags, "-Xptxas", "-v", "--keep", "--keep-dir", str(keep), "-c", str(ROOT / source),
+           "-o", str(keep / f"{name}.o")]
+    start = time.time()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    result = {"tu": name, "seconds": time.time() - start, "ok": proc.returncode == 0, "notes": []}
+    if proc.returncode != 0:
+        result["notes"].append("compile error:\n" + (proc.stderr or proc.stdout)[-3000:])
+        return result
+    spills = [(int(s), int(l)) for s, l in SPILL.findall(proc.stdout + proc.stderr)]
+    if any(s or l for s, l in spills):
+        result["ok"] = False
+        result["notes"].append(f"register spills: {spills}")
+    kind = name.split("_")[0]
+    if kind in WGMMA:
+        ptx = "".join(p.read_text(errors="replace") for p in keep.glob("*.ptx"))
+        count = len(re.findall(WGMMA[kind], ptx))
+        result["wgmma"] = count
+        if count == 0:
+            result["ok"] = False
+            result["notes"].append(f"no {kind} wgmma in the PTX: the kernel does not use Hopper tensor cores")
+    shutil.rmtree(keep, ignore_errors=True)  # the kept .ii/.ptx files are large
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-j", "--jobs", type=int, default=0, help="parallel compiles (default: cores and RAM allow)")
+    parser.add_argument("--only", default="", help="comma-separated substrings of TU names to check")
+    args = parser.parse_args()
+    if shutil.which("nvcc") is None:
+        print("check_cuda_compile: no nvcc on PATH (CUDA 12.3+ toolkit needed)", file=sys.stderr)
+        return 2
+    try:
+        includes = cuda.cutlass_include_dirs()
+    except SystemExit as exc:
+        print(f"check_cuda_compile: {exc}", file=sys.stderr)
+        return 2
+    dtypes = cuda.selected_dtypes()
+    sources = ["csrc/cuda/runner.cu"] + cuda.instance_sources(dtypes)
+    if args.only:
+        sources = [s for s in sources if any(o in s for o in args.only.split(","))]
+    flags = ["-std=c++17", *cuda.nvcc_flags(dtypes), f"-I{ROOT / 'csrc'}", *(f"-I{d}" for d in includes)]
+    jobs = args.jobs or cuda.default_max_jobs()
+    print(f"check_cuda_compile: {len(sources)} TUs, {jobs} parallel jobs, nvcc flags: {' '.join(flags[:6])} ...",
+          flush=True)
+    start = time.time()
+    with tempfile.TemporaryDirectory(prefix="ckgemm-cuda-check-") as tmp, \
+            concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        results = []
+        for result in pool.map(lambda s: compile_one(s, flags, Path(tmp)), sources):
+            results.append(result)
+            status = "ok" if result["ok"] else "FAIL"
+            print(f"  {status:4s} {result['tu']:34s} {result['seconds']:6.1f} s  wgmma={result.get('wgmma', '-')}",
+                  flush=True)
+            for note in result["notes"]:
+                print("       " + note.replace("\n", "\n       "))
+    failed = [r["tu"] for r in results if not r["ok"]]
+    print(f"check_cuda_compile: {len(results) - len(failed)}/{len(results)} ok in {time.time() - start:.0f} s"
+          + (f"; FAILED: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""The Python half of the native backends on a CPU: ckgemm/backends/native_run.py and plan.py drive
+stand-in `torch.ops.ckgemm.run_list / run_packed_out` kernels that enforce each backend's rules (as
+csrc/cuda/instance.cuh and csrc/hip/routing.h do) and refuse anything else. Every call must reach
+them only with groups they take, and the results must still be right: misaligned inputs repacked,
+8-bit RR turned into RC, outputs the backend cannot write staged, empty and K=0 groups left to the
+runner."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import ckgemm
+from ckgemm import validate
+from ckgemm.backends import native, native_run, plan
+from support import assert_group_matches, generator, poison, rand_tensor
+
+LAYOUT = {0: "RC", 1: "RR"}
+STATE = {"kind": "cutlass", "launches": []}
+
+
+def _aligned(t, ld, nbytes=16):
+    return t.data_ptr() % nbytes == 0 and (ld * t.element_size()) % nbytes == 0
+
+
+def _kernel_takes(a, b, c, layout, config):
+    """The stand-in kernel's rules: 16-byte TMA/vector alignment of A, B and the contiguous extents;
+    C as the Large (or CK's any) config needs it; no 8-bit RR on CUTLASS."""
+    rules = plan.RULES[STATE["kind"]]
+    m, k = a.shape
+    if a.element_size() == 1 and layout == "RR" and not rules.native_8bit_rr:
+        return "8-bit RR"
+    if not (_aligned(a, plan.leading_dim(a)) and _aligned(b, plan.leading_dim(b)) and (k * a.element_size()) % 16 == 0):
+        return "A/B alignment"
+    n = c.shape[1]
+    if layout == "RR" and (n * a.element_size()) % 16:
+        return "RR N alignment"
+    writes_any = config == plan.SMALL and rules.direct_store_small
+    if not writes_any and not (_aligned(c, plan.leading_dim(c)) and (n * c.element_size()) % 16 == 0):
+        return "C alignment"
+    return None
+
+
+def _run_list(a_list, b_list, c_list, layout, config):
+    layout = LAYOUT[layout]
+    for a, b, c in zip(a_list, b_list, c_list):
+        m, n, k = a.shape[0], c.shape[1], a.shape[1]
+        if m == 0 or n == 0:
+            continue
+        if k == 0:
+            c.zero_()
+            continue
+        why = _kernel_takes(a, b, c, layout, config)
+        assert why is None, f"the planner sent a group the kernel refuses: {why}"
+        STATE["launches"].append((layout, config))
+        c.copy_(ckgemm.backends.reference.matmul(a, b, layout, ckgemm.rule_for(a.dtype)))
+
+
+def _run_packed_out(a, b, group_sizes, out, layout, config):
+    sizes = group_sizes.tolist()
+    starts = [sum(sizes[:g]) for g in range(len(sizes))]
+    _run_list([a[s:s + m] for s, m in zip(starts, sizes)], list(b.unbind(0)),
+              [out[s:s + m] for s, m in zip(starts, sizes)], layout, config)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def stand_in_extension():
+    if native._C is not None:
+        pytest.skip("the real extension is loaded; tests/test_gpu_native.py covers it")
+    lib = torch.library.Library("ckgemm", "FRAGMENT")
+    lib.define("run_list(Tensor[] a, Tensor[] b, Tensor(a!)[] c, int layout, int config) -> ()")
+    lib.define("run_packed_out(Tensor a, Tensor b, Tensor group_sizes, Tensor(a!) out, int layout, int config) -> ()")
+    lib.impl("run_list", _run_list, "CPU")
+    lib.impl("run_packed_out", _run_packed_out, "CPU")
+
+    class FakeC:
+        @staticmethod
+        def backend_kind():
+            return STATE["kind"]
+
+    native._C = FakeC()
+    yield
+    native._C = None
+    lib._destroy()
+
+
+@pytest.fixture(params=["cutlass", "ck"])
+def kind(request):
+    STATE["kind"] = request.param
+    STATE["launches"] = []
+    return request.param
+
+
+DTYPES = [torch.bfloat16, torch.float8_e4m3fn, torch.int8]
+
+
+@pytest.mark.parametrize("layout", ["RC", "RR"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=["bf16", "fp8", "int8"])
+def test_list_form_routes_every_group_the_kernel_can_take(kind, dtype, layout):
+    gen = generator(f"planning-{kind}-{dtype}-{layout}")
+    big_a = rand_tensor((80, 320), dtype, gen)  # rows of 320 elements: 16-byte aligned for every dtype
+    big_b = rand_tensor((320, 320), dtype, gen)
+    b_of = (lambda n, k, r0=0, c0=0: big_b[r0:r0 + n, c0:c0 + k]) if layout == "RC" else \
+        (lambda n, k, r0=0, c0=0: big_b[r0:r0 + k, c0:c0 + n])
+    # aligned; odd N and K; only A misaligned; only B misaligned; M=0; K=0; N=130 (not a 16-byte row)
+    a = [big_a[:17, :128], big_a[1:34, :127], big_a[:9, 3:67], big_a[:9, :64], big_a[:0, :64], big_a[:12, :0],
+         big_a[:40, :64]]
+    b = [b_of(256, 128), b_of(129, 127), b_of(64, 64), b_of(64, 64, 1, 1), b_of(64, 64), b_of(48, 0), b_of(130, 64)]
+    rule = ckgemm.rule_for(dtype)
+    bufs = [poison((x.shape[0], (y.shape[0] if layout == "RC" else y.shape[1]) + 3), rule.output) for x, y in zip(a, b)]
+    c = [buf[:, :buf.shape[1] - 3] for buf in bufs]
+    problem = validate.validate_list("grouped_gemm_out", a, b, layout)
+    validate.validate_outputs("grouped_gemm_out", problem, c, a, b)
+    paths = native_run.run_list(problem, a, b, c)
+    for g, (x, y, out) in enumerate(zip(a, b, c)):
+        assert_group_matches(out, x, y, layout, f"{kind} group {g}")
+    assert paths[4] == "skip:empty" and paths[5] == "zero-k"
+    assert all(p.startswith(kind) for i, p in enumerate(paths) if i not in (4, 5)), paths
+    assert all(paths[i][-7:] in ("+repack", "+staged") for i in (1, 2, 3)), f"misaligned groups: {paths}"
+    if kind == "ck":
+        assert paths[6].endswith("+staged"), "N=130 bf16 is not a 16-byte row: CK writes a temporary"
+    assert STATE["launches"], "no kernel launch reached the stand-in"
+
+
+@pytest.mark.parametrize("layout", ["RC", "RR"])
+@pytest.mark.parametrize("n", [128, 129])
+def test_packed_form_repacks_and_stages_as_a_whole(kind, layout, n):
+    dtype = torch.int8
+    gen = generator(f"planning-packed-{kind}-{layout}-{n}")
+    sizes = [5, 0, 33, 17]
+    k = 96
+    a = rand_tensor((sum(sizes), k), dtype, gen)
+    b = rand_tensor((4, n, k) if layout == "RC" else (4, k, n), dtype, gen)
+    out = poison((sum(sizes), n), torch.int32)
+    gs = torch.tensor(sizes)
+    problem = validate.validate_packed("grouped_gemm_packed", a, b, gs, layout, out, None)
+    paths = native_run.run_packed(problem, a, b, gs, out)
+    starts = [sum(sizes[:g]) for g in range(4)]
+    for g, (s, m) in enumerate(zip(starts, sizes)):
+        assert_group_matches(out[s:s + m], a[s:s + m], b[g], layout, f"expert {g}")
+    assert paths[1] == "skip:empty"
+    if kind == "cutlass" and layout == "RR":
+        assert paths[0].endswith("+repack"), paths
+
+
+def test_config_choice_and_output_rules():
+    rules = plan.RULES["cutlass"]
+    assert plan.choose_config([16] * 32, True) == plan.SMALL
+    assert plan.choose_config([0, 0, 4096], True) == plan.LARGE
+    assert plan.choose_config([4096], False) == plan.SMALL, "an output only direct stores can write"
+    padded = torch.empty(8, 130, dtype=torch.bfloat16)[:, :129]
+    assert not plan.output_takes_large(rules, padded)
+    assert plan.staged_output_columns(rules, padded) == 0, "CUTLASS writes it with the Small config"
+    assert plan.staged_output_columns(plan.RULES["ck"], padded) == 136
+
+
+def test_repack_is_exact():
+    gen = generator("repack-exact")
+    a = rand_tensor((7, 37), torch.int8, gen)
+    b = rand_tensor((37, 21), torch.int8, gen)  # RR
+    ra, rb = plan.repack(a, b, "RR", n_multiple=8)
+    assert ra.shape == (7, 48) and rb.shape == (24, 48) and ra.is_contiguous() and rb.is_contiguous()
+    full = ra.long() @ rb.long().t()
+    assert torch.equal(full[:, :21], a.long() @ b.long()) and not full[:, 21:].any()
