@@ -20,10 +20,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ckgemm  # noqa: E402
 from ckgemm.testing import Report, bench, check, device_info, grouped_gemm_reference_packed, measure_ceilings  # noqa: E402
 from ckgemm.testing.data import random_tensor  # noqa: E402
+from ckgemm.testing.peers import peers as find_peers  # noqa: E402
 from ckgemm.testing.roofline import group_bytes  # noqa: E402
 
 from cases import all_cases  # noqa: E402
-from peers import PEERS  # noqa: E402
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": None, "int8": torch.int8}
 
@@ -71,23 +71,22 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
                                        iters=args.iters, device=device)
     skipped = {}
     peer_fns = {}
-    for name, make in ({} if args.only_ours else PEERS).items():
-        fn, why = make(a, b, sizes)
-        if fn is None:
-            skipped[name] = why
+    capturable = {}
+    b_kn = b.transpose(-2, -1)
+    for peer in ([] if args.only_ours else find_peers(list(a.split(sizes)), list(b_kn.unbind(0)), (a, b_kn, sizes))):
+        if peer.fn is None:
+            skipped[peer.name] = peer.reason
             continue
-        peer_fns[name] = fn
-        timings[name] = bench(fn, warmup=args.warmup, iters=args.iters, device=device)
+        peer_fns[peer.name] = peer.fn
+        timings[peer.name] = bench(peer.fn, warmup=args.warmup, iters=args.iters, device=device)
+        if peer.capturable:
+            capturable[peer.name] = peer.fn
+        else:
+            skipped[f"{peer.name} (graph)"] = "synchronises with the host: not capturable"
     graph = {}
     if args.graph:  # kernel time without host overhead: what a CUDA-graph serving loop sees
-        capturable = {k: v for k, v in peer_fns.items() if not (k == "torch._grouped_mm" and dtype != torch.bfloat16)}
-        for k in set(peer_fns) - set(capturable):  # torch._grouped_mm syncs the host for non-bf16 dtypes
-            skipped[f"{k} (graph)"] = "host-synchronising fallback, not capturable"
         for name, fn in {"ckgemm packed": lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out), **capturable}.items():
-            try:
-                graph[name] = bench(fn, warmup=args.warmup, iters=args.iters, device=device, graph=True).median_ms
-            except RuntimeError as exc:  # a peer that syncs the host cannot be captured
-                skipped[f"{name} (graph)"] = str(exc).splitlines()[0][:80]
+            graph[name] = bench(fn, warmup=args.warmup, iters=args.iters, device=device, graph=True).median_ms
     ours = timings["ckgemm packed"].median_ms
     peers = {k: v.median_ms for k, v in timings.items() if not k.startswith("ckgemm")}
     best_peer = min(peers, key=peers.get) if peers else None
@@ -113,7 +112,7 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
         best_g = min(peers_g, key=peers_g.get) if peers_g else None
         line["graph ms"] = graph.get("ckgemm packed")
         line["graph ratio"] = peers_g[best_g] / graph["ckgemm packed"] if best_g and "ckgemm packed" in graph else None
-    line["not run"] = "; ".join(f"{k}: {v}" for k, v in skipped.items() if "only" not in v) or ""
+    line["not run"] = "; ".join(f"{k}: {v}" for k, v in skipped.items()) or ""
     return line
 
 

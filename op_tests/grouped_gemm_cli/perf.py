@@ -23,8 +23,7 @@ def time_run(p, case, dtype: torch.dtype, warmup: int, repeat: int, device) -> d
     ours = bench(p.call, warmup=warmup, iters=repeat, device=device)
     columns = {}
     notes = [f"ckgemm {_rate(case.flops, ours.median_ms)}"]
-    for peer in peers_for(p, case, dtype):
-        column = "vs_loop" if peer.name.startswith("loop") else "vs_grouped"
+    for column, peer in zip(("vs_loop", "vs_grouped"), peers_for(p, case, dtype)):
         if peer.fn is None:
             columns[column] = "n/a"
             notes.append(f"{peer.name}: n/a ({peer.reason})")

@@ -1,0 +1,89 @@
+"""Peers to time beside a grouped GEMM: what its users would otherwise call, where it exists here.
+
+Each peer is probed once with a real call on the run's operands; one that raises is returned with
+``fn=None`` and the reason (reported as "n/a", never silently dropped). Operand re-layouts a peer needs
+happen here, once, outside any timed call.
+
+- ``loop``: a Python loop over groups of ``torch.matmul`` (fp16/bf16), ``torch._scaled_mm`` with unit
+  scales and fp32 output (fp8), or ``torch._int_mm`` (int8; B column-major, its fast cuBLASLt layout;
+  groups of M <= 16, below its minimum, are padded to 17 rows, extra work counted against it);
+- ``grouped`` (groups sharing N and K): ``torch._grouped_mm`` (fused on CUDA sm90/sm100 for bf16; a
+  host-synchronising loop for fp16) or ``torch._scaled_grouped_mm`` with unit row-wise scales (fp8
+  e4m3fn -> bf16 output: an approximate peer for an fp8 -> fp32 op).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+FP8 = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
+
+
+@dataclass
+class Peer:
+    name: str
+    fn: object | None  # zero-argument callable, or None when not available here
+    reason: str = ""  # why not available
+    capturable: bool = True  # False: it synchronises with the host, so no CUDA-graph timing
+
+
+def _probe(name: str, fn, capturable: bool = True) -> Peer:
+    try:
+        fn()
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001 - any refusal means the peer does not exist for this case
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return Peer(name, None, first[:100], capturable)
+    return Peer(name, fn, "", capturable)
+
+
+def loop_peer(a_list, bk_list) -> Peer:
+    """A loop over groups of (A [M, K], op(B) as a [K, N] view); groups with no work are skipped."""
+    pairs = [(a, bk) for a, bk in zip(a_list, bk_list) if a.shape[0] and bk.shape[1]]
+    dtype = a_list[0].dtype
+    if dtype == torch.int8:
+        if not hasattr(torch, "_int_mm"):
+            return Peer("_int_mm loop", None, "torch._int_mm missing")
+        mats = []
+        for a, bk in pairs:
+            if a.shape[0] <= 16:
+                a = torch.cat([a, a.new_zeros((17 - a.shape[0], a.shape[1]))])
+            mats.append((a, bk if bk.stride(0) == 1 else bk.t().contiguous().t()))
+        return _probe("_int_mm loop", lambda: [torch._int_mm(a, bk) for a, bk in mats])
+    if dtype in FP8:
+        if not hasattr(torch, "_scaled_mm"):
+            return Peer("_scaled_mm loop", None, "torch._scaled_mm missing")
+        one = torch.ones((), device=a_list[0].device)
+        mats = [(a, bk if bk.stride(0) == 1 else bk.t().contiguous().t()) for a, bk in pairs]
+        return _probe("_scaled_mm loop", lambda: [
+            torch._scaled_mm(a, bk, scale_a=one, scale_b=one, out_dtype=torch.float32) for a, bk in mats])
+    return _probe("matmul loop", lambda: [torch.matmul(a, bk) for a, bk in pairs])
+
+
+def grouped_peer(a: torch.Tensor, b_kn: torch.Tensor, sizes) -> Peer:
+    """Packed operands: ``a`` [sum M, K], ``b_kn`` [G, K, N] (a view is fine), ``sizes`` per group."""
+    dtype = a.dtype
+    offs = torch.tensor(list(sizes), dtype=torch.int32, device=a.device).cumsum(0, dtype=torch.int32)
+    if dtype in FP8:
+        if not hasattr(torch, "_scaled_grouped_mm"):
+            return Peer("_scaled_grouped_mm", None, "missing in this torch")
+        b_col = b_kn.transpose(-2, -1).contiguous().transpose(-2, -1)  # column-major [G, K, N], as it requires
+        scale_a = torch.ones(a.shape[0], device=a.device, dtype=torch.float32)
+        scale_b = torch.ones(b_col.shape[0], b_col.shape[2], device=a.device, dtype=torch.float32)
+        return _probe("_scaled_grouped_mm", lambda: torch._scaled_grouped_mm(
+            a, b_col, scale_a, scale_b, offs=offs, out_dtype=torch.bfloat16))
+    if dtype not in (torch.bfloat16, torch.float16):
+        return Peer("grouped", None, f"no torch grouped op for {str(dtype).replace('torch.', '')}")
+    if not hasattr(torch, "_grouped_mm"):
+        return Peer("_grouped_mm", None, "missing in this torch")
+    return _probe("_grouped_mm", lambda: torch._grouped_mm(a, b_kn, offs=offs), capturable=dtype == torch.bfloat16)
+
+
+def peers(a_list, bk_list, packed=None) -> list[Peer]:
+    """The loop peer, and the grouped peer when ``packed`` = (a, b_kn, sizes) is given."""
+    found = [loop_peer(a_list, bk_list)]
+    if packed is not None:
+        found.append(grouped_peer(*packed))
+    return found
