@@ -19,7 +19,7 @@ from tabulate import tabulate
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ckgemm  # noqa: E402
 from ckgemm.testing import Report, bench, check, device_info, grouped_gemm_reference_packed, measure_ceilings  # noqa: E402
-from ckgemm.testing.data import random_tensor  # noqa: E402
+from ckgemm.testing.data import poisoned, random_tensor  # noqa: E402
 from ckgemm.testing.peers import peers as find_peers  # noqa: E402
 from ckgemm.testing.roofline import group_bytes  # noqa: E402
 
@@ -53,22 +53,23 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
     n, k = bc.case.ns[0], bc.case.ks[0]
     rule = ckgemm.rule_for(dtype)
     gs = torch.tensor(sizes, dtype=torch.int32, device=device)
-    out = torch.full((a.shape[0], n), float("nan") if rule.output != torch.int32 else -1, dtype=rule.output,
-                     device=device)
+    out = poisoned((a.shape[0], n), rule.output, device)
     ckgemm.grouped_gemm_packed(a, b, gs, out=out)
     _verify(out, a, b, sizes, dtype, k, f"{bc.name} {dtype_name}")
     path = ckgemm.last_dispatch()
     flops = bc.case.flops
     nbytes = group_bytes(bc.case.shapes, a.element_size(), out.element_size())
     common = dict(dtype=dtype_name, layout="RC", shape=bc.name, flops=flops, nbytes=nbytes, ceilings=ceilings)
-    timings = {"ckgemm packed": bench(lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out), warmup=args.warmup,
-                                      iters=args.iters, device=device)}
+    timed = dict(warmup=args.warmup, iters=args.iters, device=device, sync=args.sync)
+    timings = {"ckgemm packed": bench(lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out), **timed)}
     if not bc.decode and bc.case.groups <= 8:
         a_list = list(a.split(sizes))
         b_list = list(b.unbind(0))
         c_list = list(out.split(sizes))
-        timings["ckgemm list"] = bench(lambda: ckgemm.grouped_gemm_out(a_list, b_list, c_list), warmup=args.warmup,
-                                       iters=args.iters, device=device)
+        out.copy_(poisoned(out.shape, out.dtype, device))
+        ckgemm.grouped_gemm_out(a_list, b_list, c_list)
+        _verify(out, a, b, sizes, dtype, k, f"{bc.name} {dtype_name} list form")
+        timings["ckgemm list"] = bench(lambda: ckgemm.grouped_gemm_out(a_list, b_list, c_list), **timed)
     skipped = {}
     peer_fns = {}
     capturable = {}
@@ -78,7 +79,7 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
             skipped[peer.name] = peer.reason
             continue
         peer_fns[peer.name] = peer.fn
-        timings[peer.name] = bench(peer.fn, warmup=args.warmup, iters=args.iters, device=device)
+        timings[peer.name] = bench(peer.fn, **timed)
         if peer.capturable:
             capturable[peer.name] = peer.fn
         else:
@@ -136,6 +137,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--graph", action="store_true", help="also time CUDA-graph replays (no host overhead)")
     parser.add_argument("--only-ours", action="store_true", help="skip the peers (tuning runs)")
+    parser.add_argument("--sync", action="store_true",
+                        help="synchronise before each eager call: end-to-end time with all host overhead")
     parser.add_argument("--json")
     parser.add_argument("--markdown")
     args = parser.parse_args()

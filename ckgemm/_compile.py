@@ -11,14 +11,14 @@ from .dtypes import rule_for
 
 @torch.library.custom_op("ckgemm::grouped_gemm_packed", mutates_args=())
 def packed_op(a: torch.Tensor, b: torch.Tensor, group_sizes: torch.Tensor, layout: str,
-              backend: Optional[str]) -> torch.Tensor:
+              backend: Optional[str], check_sizes: Optional[bool]) -> torch.Tensor:
     from .ops import grouped_gemm_packed
 
-    return grouped_gemm_packed(a, b, group_sizes, layout=layout, backend=backend)
+    return grouped_gemm_packed(a, b, group_sizes, layout=layout, backend=backend, check_sizes=check_sizes)
 
 
 @packed_op.register_fake
-def _packed_fake(a, b, group_sizes, layout, backend):
+def _packed_fake(a, b, group_sizes, layout, backend, check_sizes):
     rule = rule_for(a.dtype)
     n = b.shape[1] if layout == "RC" else b.shape[2]
     return a.new_empty((a.shape[0], n), dtype=rule.output if rule is not None else a.dtype)
@@ -26,12 +26,12 @@ def _packed_fake(a, b, group_sizes, layout, backend):
 
 @torch.library.custom_op("ckgemm::grouped_gemm_packed_out", mutates_args=("out",))
 def packed_out_op(a: torch.Tensor, b: torch.Tensor, group_sizes: torch.Tensor, out: torch.Tensor, layout: str,
-                  backend: Optional[str]) -> None:
+                  backend: Optional[str], check_sizes: Optional[bool]) -> None:
     from .ops import grouped_gemm_packed
 
-    grouped_gemm_packed(a, b, group_sizes, layout=layout, out=out, backend=backend)
+    grouped_gemm_packed(a, b, group_sizes, layout=layout, out=out, backend=backend, check_sizes=check_sizes)
 
 
 @packed_out_op.register_fake
-def _packed_out_fake(a, b, group_sizes, out, layout, backend):
+def _packed_out_fake(a, b, group_sizes, out, layout, backend, check_sizes):
     return None

@@ -34,7 +34,10 @@ _LAST = threading.local()
 
 
 def last_dispatch() -> Dispatch | None:
-    """The dispatch record of the last ckgemm call on this thread (None before the first)."""
+    """The dispatch record of the last ckgemm call on this thread (None before the first).
+
+    For the packed form with group sizes on a GPU (not read back), the per-group paths name the kernel
+    path for every group, empty ones included: which groups were empty is known only on the device."""
     return getattr(_LAST, "dispatch", None)
 
 
@@ -80,8 +83,8 @@ def grouped_gemm_packed(a, b, group_sizes, *, layout: str = "RC", out: torch.Ten
     """
     if torch.compiler.is_compiling():  # one opaque node for Dynamo; the eager path runs inside it
         if out is None:
-            return _compile.packed_op(a, b, group_sizes, layout, backend)
-        _compile.packed_out_op(a, b, group_sizes, out, layout, backend)
+            return _compile.packed_op(a, b, group_sizes, layout, backend, check_sizes)
+        _compile.packed_out_op(a, b, group_sizes, out, layout, backend, check_sizes)
         return out
     op = "grouped_gemm_packed"
     problem = validate.validate_packed(op, a, b, group_sizes, layout, out, check_sizes)

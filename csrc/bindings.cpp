@@ -47,9 +47,21 @@ ckgemm::Problem problem_of(const at::Tensor& a, int64_t layout, int64_t config) 
 // its width so alignment rules and memsets see a sane value.
 int64_t leading_dim(const at::Tensor& t) { return t.size(0) <= 1 ? t.size(1) : t.stride(0); }
 
+// Innermost stride 1, as validate.py requires; a tensor with no element has no layout to check.
+bool rows_contiguous(const at::Tensor& t) { return t.numel() == 0 || t.size(-1) <= 1 || t.stride(-1) == 1; }
+
 void check_2d(const at::Tensor& t, const char* name, size_t g) {
-  TORCH_CHECK(t.is_cuda() && t.dim() == 2 && (t.size(1) <= 1 || t.stride(1) == 1), "ckgemm: ", name, "[", g,
+  TORCH_CHECK(t.is_cuda() && t.dim() == 2 && rows_contiguous(t), "ckgemm: ", name, "[", g,
               "] must be a 2-D GPU tensor with innermost stride 1");
+}
+
+// The list form stages its arguments in pinned host memory that is recycled after the call, so a
+// captured graph would replay stale arguments: refuse capture (the packed form is capturable).
+void check_not_capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  C10_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+  TORCH_CHECK(status == cudaStreamCaptureStatusNone, "ckgemm::run_list cannot be captured in a CUDA/HIP graph "
+              "(it stages arguments through host memory); use the packed form");
 }
 
 int sm_count(const at::Tensor& t) {
@@ -110,8 +122,9 @@ void run_list(at::TensorList a, at::TensorList b, at::TensorList c, int64_t layo
                  leading_dim(a[g]), leading_dim(b[g]), leading_dim(c[g])};
   }
   const int sms = sm_count(a[0]);
-  Scratch scratch(ckgemm::list_buffer_sizes(p, static_cast<int>(groups.size()), sms), a[0]);
   auto stream = c10::cuda::getCurrentCUDAStream(a[0].get_device());
+  check_not_capturing(stream.stream());
+  Scratch scratch(ckgemm::list_buffer_sizes(p, static_cast<int>(groups.size()), sms), a[0]);
   ckgemm::RunReport report{0, 0, 0, -1, {0}};
   ckgemm::Status st = ckgemm::run_list(p, groups.data(), static_cast<int>(groups.size()), scratch.buffers,
                                        stream.stream(), sms, &report);
@@ -125,7 +138,7 @@ void run_packed_out(const at::Tensor& a, const at::Tensor& b, const at::Tensor& 
   c10::cuda::CUDAGuard guard(a.device());
   check_2d(a, "a", 0);
   check_2d(out, "out", 0);
-  TORCH_CHECK(b.is_cuda() && b.dim() == 3 && (b.size(2) <= 1 || b.stride(2) == 1) && b.device() == a.device() &&
+  TORCH_CHECK(b.is_cuda() && b.dim() == 3 && rows_contiguous(b) && b.device() == a.device() &&
                   b.scalar_type() == a.scalar_type() && out.device() == a.device() &&
                   out.scalar_type() == output_type(p.dtype),
               "ckgemm::run_packed: b must be a 3-D tensor like a, out the output dtype, all on one device");

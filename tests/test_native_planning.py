@@ -161,3 +161,41 @@ def test_repack_is_exact():
     assert ra.shape == (7, 48) and rb.shape == (24, 48) and ra.is_contiguous() and rb.is_contiguous()
     full = ra.long() @ rb.long().t()
     assert torch.equal(full[:, :21], a.long() @ b.long()) and not full[:, 21:].any()
+
+
+def test_overlapping_inputs_are_repacked_and_empty_groups_never_reach_the_kernel(kind):
+    """Broadcast (expanded) A rows and shared (expanded) experts are valid inputs; the kernels cannot read
+    overlapping rows, so they are copied first. Empty groups with odd strides are not handed over at all."""
+    gen = generator(f"planning-overlap-{kind}")
+    row = rand_tensor((1, 64), torch.bfloat16, gen)
+    a = [row.expand(24, 64), rand_tensor((8, 64), torch.bfloat16, gen)[:0, ::2]]
+    b = [rand_tensor((32, 64), torch.bfloat16, gen), rand_tensor((16, 32), torch.bfloat16, gen)]
+    problem = validate.validate_list("grouped_gemm", a, b, "RC")
+    c = [torch.empty(24, 32, dtype=torch.bfloat16), torch.empty(0, 16, dtype=torch.bfloat16)]
+    paths = native_run.run_list(problem, a, b, c)
+    assert paths == (f"{kind}:small+repack" if kind == "cutlass" else paths[0], "skip:empty")
+    assert paths[0].endswith(("+repack", "+staged"))
+    assert_group_matches(c[0], a[0], b[0], "RC", "expanded A")
+    expert = rand_tensor((1, 32, 64), torch.bfloat16, gen)
+    shared = expert.expand(3, 32, 64)  # one expert shared by three groups: group stride 0
+    tokens = rand_tensor((30, 64), torch.bfloat16, gen)
+    sizes = torch.tensor([10, 0, 20])
+    out = poison((30, 32), torch.bfloat16)
+    packed = validate.validate_packed("grouped_gemm_packed", tokens, shared, sizes, "RC", out, None)
+    assert native_run.run_packed(packed, tokens, shared, sizes, out)[0].endswith("+repack")
+    assert_group_matches(out, tokens, expert[0], "RC", "shared expert")
+
+
+def test_k0_group_with_an_unaligned_output_does_not_change_the_config(kind):
+    gen = generator(f"planning-k0-config-{kind}")
+    a = [rand_tensor((512, 64), torch.bfloat16, gen), rand_tensor((300, 0), torch.bfloat16, gen)]
+    b = [rand_tensor((128, 64), torch.bfloat16, gen), rand_tensor((24, 0), torch.bfloat16, gen)]
+    c = [torch.empty(512, 128, dtype=torch.bfloat16), torch.empty(300, 25, dtype=torch.bfloat16)[:, 1:]]
+    problem = validate.validate_list("grouped_gemm_out", a, b, "RC")
+    paths = native_run.run_list(problem, a, b, c)
+    assert paths == (f"{kind}:large", "zero-k"), "only groups with work decide the config"
+    assert torch.equal(c[1], torch.zeros_like(c[1]))
+
+
+def test_sizes_the_kernels_cannot_hold_are_refused_not_repacked():
+    assert plan.too_large(2**31, 8, 8) is not None and plan.too_large(2**31 - 1, 8, 8) is None

@@ -73,7 +73,7 @@ def _paths(backend: str, config: int, shapes, notes) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _prepare(rules, layout, a, b, c, compute: bool, b_group_stride: int = 0):
+def _prepare(rules, layout, a, b, c, compute: bool, b_group_stride: int | None = None):
     """(a, b, c, layout, note) the kernel takes for one group (or one packed call): repacked inputs
     when they are misaligned, and an aligned temporary output when the backend cannot write ``c``."""
     reason = plan.repack_reason(rules, layout, a, b, b_group_stride) if compute else None
@@ -99,22 +99,27 @@ def run_list(problem, a_list, b_list, c_list) -> tuple[str, ...]:
     rules = plan.RULES[backend]
     home = plan.native_layout(rules, problem.layout, problem.rule.input.itemsize)
     launches = {home: ([], [], [])}
-    notes, staged = [], []
+    notes, staged, compute_outputs = [], [], []
     for a, b, c, (m, n, k) in zip(a_list, b_list, c_list, problem.shapes):
-        a, b, run_c, layout, note = _prepare(rules, problem.layout, a, b, c, bool(m and n and k))
+        if m == 0 or n == 0:
+            notes.append("")
+            continue  # nothing to compute or write: the group never reaches the runner
+        too_large = plan.too_large(m, n, k)
+        if too_large is not None:
+            raise InvalidArgumentError(f"grouped_gemm: group {len(notes)}: {too_large}")
+        a, b, run_c, layout, note = _prepare(rules, problem.layout, a, b, c, k > 0)
         if run_c is not c:
             staged.append((c, run_c))
-        if not note and layout != home:  # nothing to multiply, and no kernel for this layout: hand over as RC
-            if m == 0 or n == 0:
-                notes.append("")
-                continue  # nothing to write either
-            b, layout = b.new_empty((n, 0)), home  # K = 0: the runner zero-fills C
+        if not note and layout != home:  # K = 0 and no kernel for this layout: hand over as RC
+            b, layout = b.new_empty((n, 0)), home  # the runner zero-fills C
+        if k:
+            compute_outputs.append(run_c)
         notes.append(note)
         group = launches.setdefault(layout, ([], [], []))
         group[0].append(a)
         group[1].append(b)
         group[2].append(run_c)
-    outputs_ok = all(plan.output_takes_large(rules, c) for _, (_, _, cs) in launches.items() for c in cs)
+    outputs_ok = all(plan.output_takes_large(rules, c) for c in compute_outputs)
     config = plan.choose_config([m for m, _, _ in problem.shapes], outputs_ok)
     for layout, (a_sub, b_sub, c_sub) in launches.items():
         if a_sub:
@@ -128,8 +133,11 @@ def run_packed(problem, a, b, group_sizes, out) -> tuple[str, ...]:
     backend = native.built_kind()
     rules = plan.RULES[backend]
     compute = bool(problem.k and problem.n and problem.rows)
+    too_large = plan.too_large(0, problem.n, problem.k)  # per-group M is checked on the device
+    if too_large is not None:
+        raise InvalidArgumentError(f"grouped_gemm_packed: {too_large}")
     a, b, run_out, layout, note = _prepare(rules, problem.layout, a, b, out, compute,
-                                           b.stride(0) if b.shape[0] > 1 else 0)
+                                           b.stride(0) if b.shape[0] > 1 else None)
     if not note and layout != plan.native_layout(rules, layout, a.element_size()):
         # Nothing to multiply (K, N or every size is 0) and no kernel for this layout: any B of the
         # right RC shape will do, as the runner only zero-fills or validates the sizes.

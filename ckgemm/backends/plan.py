@@ -60,24 +60,41 @@ def native_layout(rules: Rules, layout: str, element_size: int) -> str:
     return "RC" if element_size == 1 and layout == "RR" and not rules.native_8bit_rr else layout
 
 
-def repack_reason(rules: Rules, layout: str, a: torch.Tensor, b: torch.Tensor, b_group_stride: int = 0) -> str | None:
-    """Why a group (or, with 3-D ``b``, every group of a packed call) must be repacked; None if not."""
+MAX_DIM = 2**31 - 1  # the kernels' per-group M, N and K are 32-bit
+
+
+def too_large(m: int, n: int, k: int) -> str | None:
+    """Why the native kernels cannot run a group of this size at all (repacking does not help)."""
+    if max(m, n, k) > MAX_DIM:
+        return f"a dimension of {m}x{n}x{k} exceeds 2^31-1, the kernels' 32-bit sizes; use backend='torch'"
+    return None
+
+
+def repack_reason(rules: Rules, layout: str, a: torch.Tensor, b: torch.Tensor,
+                  b_group_stride: int | None = None) -> str | None:
+    """Why a group (or, with 3-D ``b`` and its ``b_group_stride``, every group of a packed call) must be
+    repacked; None if the kernel takes it as it is."""
     es = a.element_size()
     k = a.shape[-1]
     n = b.shape[-2] if layout == "RC" else b.shape[-1]
     nb = rules.align_bytes
     if es == 1 and layout == "RR" and not rules.native_8bit_rr:
         return "8-bit RR: B is transposed to [N, K]"
-    if not _aligned(a, leading_dim(a), nb):
+    lda, ldb = leading_dim(a), leading_dim(b)
+    if a.shape[-2] > 1 and lda < k:
+        return "A rows overlap (leading dimension below K, e.g. an expanded tensor)"
+    if b.shape[-2] > 1 and ldb < b.shape[-1]:
+        return "B rows overlap (leading dimension below the stored row, e.g. an expanded tensor)"
+    if b_group_stride is not None and b_group_stride < b.shape[-2] * ldb:
+        return "B groups overlap (group stride below one matrix, e.g. an expanded expert)"
+    if not _aligned(a, lda, nb):
         return f"A base or leading dimension not {nb}-byte aligned"
-    if not _aligned(b, leading_dim(b), nb) or (b_group_stride * es) % nb:
+    if not _aligned(b, ldb, nb) or ((b_group_stride or 0) * es) % nb:
         return f"B base or leading dimension not {nb}-byte aligned"
     if (k * es) % nb:
         return f"K={k} is not a multiple of {nb} bytes"
     if layout == "RR" and (n * es) % nb:
         return f"N={n} (contiguous in RR B) is not a multiple of {nb} bytes"
-    if any(dim >= 2**31 for dim in (a.shape[-2], n, k)):
-        return "a dimension exceeds 2^31-1"
     return None
 
 

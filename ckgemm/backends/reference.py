@@ -55,7 +55,12 @@ def run_list(problem, a_list, b_list, c_list) -> tuple[str, ...]:
 def run_packed(problem, a, b, group_sizes, out) -> tuple[str, ...]:
     sizes = problem.sizes
     if sizes is None:
+        from ..errors import InvalidArgumentError
         from ..validate import check_group_size_values
+
+        if group_sizes.is_cuda and torch.cuda.is_current_stream_capturing():
+            raise InvalidArgumentError("grouped_gemm_packed: the torch backend reads group sizes back to the "
+                                       "host, which graph capture forbids; capture a native backend instead")
 
         sizes = tuple(int(s) for s in group_sizes.tolist())  # host sync: the reference needs the split
         check_group_size_values("grouped_gemm_packed", sizes, problem.rows)

@@ -129,7 +129,7 @@ def _capture_graph(call):
 
 
 def bench(fn, *, warmup: int = 5, iters: int = 30, rotate: list | None = None, flush: bool | None = None,
-          graph: bool = False, device=None, telemetry: bool = True) -> BenchResult:
+          graph: bool = False, device=None, telemetry: bool = True, sync: bool = False) -> BenchResult:
     """Time ``fn`` per iteration and summarise.
 
     fn:        a callable; with ``rotate`` it is called as ``fn(*rotate[i % len(rotate)])``.
@@ -138,6 +138,10 @@ def bench(fn, *, warmup: int = 5, iters: int = 30, rotate: list | None = None, f
                timed window. Default: on for GPUs unless ``rotate`` is given. Ignored on the CPU.
     graph:     capture ``fn`` in a CUDA/HIP graph (one per argument set) and time replays.
     telemetry: read clocks/power before and after (nvidia-smi / amd-smi, when present).
+    sync:      synchronise the device before each timed call, so the GPU is idle when ``fn`` starts and
+               its whole host-side cost (Python, argument building, launches) is inside the timed
+               window. Without it calls are queued back to back behind the flush, and host time shows
+               only where it exceeds the device work already queued: kernel time, roughly.
     """
     if iters < 1 or warmup < 0:
         raise ValueError(f"bench: need iters >= 1 and warmup >= 0, got {iters}, {warmup}")
@@ -150,7 +154,7 @@ def bench(fn, *, warmup: int = 5, iters: int = 30, rotate: list | None = None, f
         return _bench_cpu(calls, warmup, iters)
     before = device_info.read_telemetry(device) if telemetry else None
     with torch.cuda.device(device):
-        result = _bench_gpu(calls, warmup, iters, device, flush if flush is not None else not rotate, graph)
+        result = _bench_gpu(calls, warmup, iters, device, flush if flush is not None else not rotate, graph, sync)
     result.telemetry_before = before
     result.telemetry_after = device_info.read_telemetry(device) if telemetry else None
     if result.throttled:
@@ -170,7 +174,7 @@ def _bench_cpu(calls, warmup: int, iters: int) -> BenchResult:
     return BenchResult(times, "perf_counter", cold, warmup, "cpu")
 
 
-def _bench_gpu(calls, warmup: int, iters: int, device, flush: bool, graph: bool) -> BenchResult:
+def _bench_gpu(calls, warmup: int, iters: int, device, flush: bool, graph: bool, sync: bool = False) -> BenchResult:
     runs = calls
     if graph:
         graphs = [_capture_graph(call) for call in calls]
@@ -188,6 +192,8 @@ def _bench_gpu(calls, warmup: int, iters: int, device, flush: bool, graph: bool)
     for i in range(iters):
         if buffer is not None:
             buffer.zero_()  # enqueued before the start event: the flush is never inside the timed window
+        if sync:
+            torch.cuda.synchronize(device)
         starts[i].record()
         runs[i % len(runs)]()
         ends[i].record()
@@ -200,7 +206,8 @@ def _bench_gpu(calls, warmup: int, iters: int, device, flush: bool, graph: bool)
         parts.append(f"flush {buffer.numel() * 4 >> 20} MiB")
     if len(runs) > 1:
         parts.append(f"rotate {len(runs)} copies")
-    return BenchResult(times, "cuda-graph" if graph else "cuda-events", ", ".join(parts) or "warm", warmup,
+    method = "cuda-graph" if graph else ("cuda-events, synced" if sync else "cuda-events")
+    return BenchResult(times, method, ", ".join(parts) or "warm", warmup,
                        device_info.device_name(device))
 
 

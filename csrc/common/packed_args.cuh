@@ -47,7 +47,9 @@ build_packed_groups(PackedArgs p, int a_bytes, int c_bytes, Sink sink) {
   for (int g = tid; g < p.groups; g += threads) {
     const int64_t s = packed_size_at(p, g);
     local_sum += s;
-    local_negative |= s < 0;
+    // A size above `rows` (or above the kernels' 32-bit M) is invalid on its own; checking it here also
+    // keeps the int64 sum from wrapping around to `rows` with huge entries.
+    local_negative |= s < 0 || s > p.rows || s > 2147483647;
   }
   scan[tid] = local_sum;
   if (tid == 0) invalid = 0;

@@ -123,11 +123,26 @@ Status run_packed(const Problem& p, const PackedArgs& args, const Buffers& buffe
   const cuda::InstanceFns* inst = cuda::find(p);
   if (inst == nullptr) return cuda::not_instantiated(p, report);
   auto s = static_cast<cudaStream_t>(stream);
+  // The whole packed call as one descriptor: leading dimensions, pointers and sizes are checked as for
+  // a list-form group, and B's groups must not overlap (they are separate matrices).
+  const GroupDesc whole{args.a, args.b, args.c, args.rows, args.n, args.k, args.lda, args.ldb, args.ldc};
+  std::string bad = args.groups < 0 ? "negative group count" : descriptor_error(whole, p.layout);
+  const int64_t b_rows = p.layout == Layout::RC ? args.n : args.k;
+  if (bad.empty() && args.groups > 1 && args.k > 0 && args.n > 0 && args.b_group_stride < b_rows * args.ldb)
+    bad = "B group stride smaller than one B matrix";
+  if (!bad.empty()) {
+    report_message(report, -1, bad);
+    return Status::InvalidArgument;
+  }
   if (args.k == 0 || args.n == 0 || args.rows == 0) {
     // Nothing for the GEMM kernel; the sizes are still checked on the device.
     build_packed_groups<<<1, kPackedBuilderThreads, 0, s>>>(args, 1, 1, NullSink{});
+    const cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) {
+      report_message(report, -1, std::string("build_packed_groups: ") + cudaGetErrorString(e));
+      return Status::BackendError;
+    }
     if (args.k == 0 && args.n > 0 && args.rows > 0) {
-      GroupDesc whole{args.a, args.b, args.c, args.rows, args.n, 0, args.lda, args.ldb, args.ldc};
       return cuda::zero_fill(whole, p.dtype, s, report);
     }
     return Status::Ok;
