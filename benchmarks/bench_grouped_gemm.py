@@ -117,15 +117,9 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
     return line
 
 
-def dense_tflops(device, size, dtypes, args):
+def dense_tflops(device, size: int) -> dict:
     """TFLOP/s of one dense size^3 product per dtype (the 'same dtype and size' yardstick)."""
-    from ckgemm.testing.roofline import _matmul_peers
-
-    result = {}
-    for name, fn in _matmul_peers(device, size).items():
-        if name in dtypes:
-            result[name] = 2 * size**3 / (bench(fn, warmup=3, iters=args.iters, device=device).median_ms / 1e3) / 1e12
-    return result
+    return measure_ceilings(device, size=size, copy_bytes=1 << 26).tflops
 
 
 def main() -> int:
@@ -148,7 +142,7 @@ def main() -> int:
     device = torch.device("cuda")
     names = [d.strip() for d in args.dtype.split(",") if d.strip()]
     ceilings = measure_ceilings(device)
-    dense = dense_tflops(device, 4096, names, args)
+    dense = dense_tflops(device, 4096)
     print(f"device {device_info.device_name(device)}; measured ceilings {ceilings.to_dict()}; dense 4096^3 {dense}")
     report = Report("ckgemm vs peers", meta={**device_info.environment(device), "ceilings": ceilings.to_dict(),
                                               "dense_4096": dense, "seed": args.seed})

@@ -126,14 +126,13 @@ def pad_k(x: torch.Tensor, multiple: int = K_PAD) -> torch.Tensor:
 def repack(a: torch.Tensor, b: torch.Tensor, layout: str, n_multiple: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
     """A and B as RC tensors the kernel always takes: contiguous, K padded with zeros, and B's N rows
     padded with zero rows up to ``n_multiple`` (their output columns are zeros, sliced off later)."""
-    b_nk = pad_k(b if layout == "RC" else b.transpose(-1, -2))
-    n = b_nk.shape[-2]
+    b_nk = b if layout == "RC" else b.transpose(-1, -2)
+    n, k = b_nk.shape[-2], b_nk.shape[-1]
     n_pad = -(-n // n_multiple) * n_multiple
-    if n_pad != n:
-        padded = b_nk.new_zeros((*b_nk.shape[:-2], n_pad, b_nk.shape[-1]))
-        padded[..., :n, :] = b_nk
-        b_nk = padded
-    return pad_k(a), b_nk
+    k_pad = -(-k // K_PAD) * K_PAD
+    padded = b_nk.new_zeros((*b_nk.shape[:-2], n_pad, k_pad))  # one copy, whatever is padded
+    padded[..., :n, :k] = b_nk
+    return pad_k(a), padded
 
 
 def staged_output_columns(rules: Rules, c: torch.Tensor) -> int:
