@@ -8,6 +8,8 @@
 #   bench     benchmarks/bench_grouped_gemm.py (JSON + markdown)
 #   verify    benchmarks/bench_verify.py (gpu_verify against assert_close and the copy bandwidth)
 #   sanitize  compute-sanitizer memcheck over a reduced GPU suite, racecheck over one case per family
+#   profile   Nsight Compute on ours and the best peer for the compute-bound cases and gpu_verify
+#             (scripts/profile_kernels.py; one summary, ncu.md)
 # Logs and artefacts go to $OUT (default ./.out). Wheels in .whl/ (e.g. nvidia-cutlass) are installed
 # to /tmp/site first, without network.
 set -uo pipefail
@@ -62,6 +64,27 @@ for stage in "$@"; do
       run memcheck compute-sanitizer --tool memcheck --error-exitcode 1 python3 -m pytest $PLUGIN \
         -q -x tests/test_gpu_native.py -k "list_and_out_forms or packed_form or misaligned or unaligned_output"
       run racecheck timeout 300 compute-sanitizer --tool racecheck --error-exitcode 1 python3 scripts/sanitizer_cases.py ;;
+    profile)
+      prof() {  # prof <tag> <kernel count> <profile_kernels.py run args...>
+        local tag=$1 count=$2; shift 2
+        ncu --clock-control none --profile-from-start off -c "$count" -f -o "/tmp/ncu_$tag" \
+          --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+          --section WarpStateStats --section LaunchStats --section Occupancy \
+          python3 scripts/profile_kernels.py run "$@" >> "$OUT/ncu.log" 2>&1 \
+          && ncu --import "/tmp/ncu_$tag.ncu-rep" --csv --page raw > "/tmp/ncu_$tag.csv" 2>> "$OUT/ncu.log"
+      }
+      start=$SECONDS
+      prof fp8_uniform_ours 3 --case uniform --dtype fp8 --who ours
+      prof fp8_uniform_peer 1 --case uniform --dtype fp8 --who "_scaled_mm loop"
+      prof bf16_uniform_ours 3 --case uniform --dtype bf16 --who ours
+      prof bf16_uniform_peer 1 --case uniform --dtype bf16 --who "matmul loop"
+      prof fp16_deepseek_ours 3 --case "DeepSeek-V3 prefill" --dtype fp16 --who ours
+      prof fp16_deepseek_peer 1 --case "DeepSeek-V3 prefill" --dtype fp16 --who "matmul loop"
+      prof bf16_seed_ours 3 --case seed-default --dtype bf16 --who ours
+      prof bf16_seed_peer 1 --case seed-default --dtype bf16 --who _grouped_mm
+      prof verify 2 --who verify
+      python3 scripts/profile_kernels.py summarize /tmp/ncu_*.csv > "$OUT/ncu.md" 2>> "$OUT/ncu.log"
+      echo "== profile: $((SECONDS - start)) s"; cat "$OUT/ncu.md" | head -80 ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac
 done

@@ -58,6 +58,20 @@ def _cases():
     tie_out = torch.tensor([3.0, 3.0 + 2.0**-50, -5.5, 0.5, float("nan"), float("inf"), 7.0] * 40000,
                            dtype=torch.float64)
     cases.append((tie_out.to(DEV), tie_ref.to(DEV), 0.25, 0.5))
+    # all finite (the kernel's per-vector fast path): equal maxima at lanes 1 and 3 of every period of 5
+    fin_ref = torch.tensor([1.0, 2.0, 3.0, 5.0, 0.0] * 60001, dtype=torch.float32)
+    fin_out = fin_ref + torch.tensor([0.0, 0.5, 0.0, -0.5, 0.25] * 60001, dtype=torch.float32)
+    cases.append((fin_out.to(DEV), fin_ref.to(DEV), 0.1, 0.2))
+    # long enough that each thread visits several vectors (both halves of the kernel's two-vector step),
+    # with a few specials and two planted large errors far apart
+    big_ref = torch.randn(5_000_003, generator=gen)
+    big_out = big_ref * (1 + 1e-3 * torch.randn(big_ref.shape, generator=gen))
+    big_out[[17, 2_500_000, 4_999_999]] = float("nan")
+    big_ref[[33, 3_000_001]] = float("inf")
+    big_out[3_000_001] = float("inf")
+    big_out[[1_234_567, 4_400_000]] = big_ref[[1_234_567, 4_400_000]] + 64.0
+    for rtol, atol in ((1e-3, 1e-3), (2e-3, 1e-4)):
+        cases.append((big_out.to(DEV), big_ref.to(DEV), rtol, atol))
     cases.append((torch.zeros(5, 7, device=DEV), torch.ones(5, 7, device=DEV), 0.0, 1.0))
     cases.append((torch.zeros(0, device=DEV), torch.zeros(0, device=DEV), 0.0, 0.0))
     return cases

@@ -11,6 +11,7 @@ of B, and the [M, N] part is copied into the caller's output.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import torch
@@ -24,6 +25,10 @@ K_PAD = 16  # elements; 16 bytes for 8-bit inputs, 32 for 16-bit
 # On the H200 (docs/PERF.md) decode-size groups (mean M = 16) reach 87-97% of the copy bandwidth with
 # Small and prefill-size groups run Large; the boundary between them has not been swept yet.
 SMALL_MEAN_M = 64
+
+# Tuning knob, read once: CKGEMM_CONFIG=small or large overrides the choice below (large only where the
+# output allows it). Anything else, or unset, keeps the heuristic.
+FORCED_CONFIG = {"small": SMALL, "large": LARGE}.get(os.environ.get("CKGEMM_CONFIG", "").lower())
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,8 @@ def choose_config(ms, outputs_ok: bool) -> int:
     busy = [m for m in ms if m > 0]
     if not outputs_ok or not busy:
         return SMALL
+    if FORCED_CONFIG is not None:
+        return FORCED_CONFIG
     return SMALL if sum(busy) / len(busy) <= SMALL_MEAN_M else LARGE
 
 

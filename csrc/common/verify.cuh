@@ -67,18 +67,23 @@ struct BFloat16 { uint16_t bits; };
 // One block's statistics. Non-negative doubles are kept as their bit patterns, which order like
 // unsigned integers.
 struct Partial {
-  unsigned long long count[7];  // mismatches, nan_out, inf_out, nan_ref, inf_ref, nonzero_out, finite_pairs
+  unsigned long long count[6];  // mismatches, nan_out, inf_out, nan_ref, inf_ref, threads that saw a nonzero out
   unsigned long long max_err_bits;
   unsigned long long max_err_index;  // kNoIndex: no finite pair
   unsigned long long max_ref_bits;
 };
+constexpr int kCounts = 6;
 
 constexpr int kVec = 8;  // elements per thread per step: 16-byte loads for 16-bit types, 2x16 for 32-bit
 
+// At most 8 blocks per multiprocessor, and enough blocks that no thread visits 2^30 elements (the
+// per-thread counts are 32-bit). launch_verify_stats expects a grid of at least this size's lower bound.
+__host__ __device__ inline int64_t min_grid(int64_t n) { return n / (static_cast<int64_t>(kThreads) << 30) + 1; }
 __host__ __device__ inline int suggested_grid(int64_t n, int multiprocessors) {
   const int64_t steps = (n + static_cast<int64_t>(kThreads) * kVec - 1) / (static_cast<int64_t>(kThreads) * kVec);
   const int64_t cap = 8 * static_cast<int64_t>(multiprocessors > 0 ? multiprocessors : 1);
-  return static_cast<int>(steps < 1 ? 1 : (steps < cap ? steps : cap));
+  const int64_t grid = steps < 1 ? 1 : (steps < cap ? steps : cap);
+  return static_cast<int>(grid > min_grid(n) ? grid : min_grid(n));
 }
 
 __device__ inline unsigned long long bits_of(double x) {
@@ -124,53 +129,88 @@ __device__ inline double widen16(uint16_t h, int exp_bits, int mant, int bias) {
 __device__ inline double to_double(Half16 v) { return widen16(v.bits, 5, 10, 15); }
 __device__ inline double to_double(BFloat16 v) { return widen16(v.bits, 8, 7, 127); }
 
-struct Element {
-  bool nan_out, inf_out, nan_ref, inf_ref, finite_pair, mismatch, zero_out;
-  double err;      // |out - ref| for a finite pair
-  double abs_ref;  // |ref| when ref is finite, else 0
-};
+// The finite test on the high word of a double: exact under any fast-math flag (unlike x != x).
+__device__ inline unsigned exponent_field(double x) { return static_cast<unsigned>(bits_of(x) >> 32) & 0x7ff00000u; }
+constexpr unsigned kExpAllOnes = 0x7ff00000u;
 
-__device__ inline Element classify(double o, double r, double rtol, double atol) {
-  Element e;
-  e.nan_out = is_nan(o);
-  e.inf_out = is_inf(o);
-  e.nan_ref = is_nan(r);
-  e.inf_ref = is_inf(r);
-  e.zero_out = (o == 0.0);
-  e.finite_pair = !(e.nan_out || e.inf_out || e.nan_ref || e.inf_ref);
-  e.abs_ref = (e.nan_ref || e.inf_ref) ? 0.0 : fabs(r);
-  e.err = 0.0;
-  if (e.nan_out || e.nan_ref) {
-    e.mismatch = true;
-  } else if (!e.finite_pair) {
-    e.mismatch = !(o == r);
-  } else {
-    e.err = fabs(__dsub_rn(o, r));
-    e.mismatch = e.err > __dadd_rn(atol, __dmul_rn(rtol, fabs(r)));
-  }
-  return e;
+// The rule for one finite pair: separately rounded double operations, never fused.
+__device__ inline double abs_err(double o, double r) { return fabs(__dsub_rn(o, r)); }
+__device__ inline bool exceeds(double err, double r, double rtol, double atol) {
+  return err > __dadd_rn(atol, __dmul_rn(rtol, fabs(r)));
 }
 
-// Running statistics of one thread.
+// Running statistics of one thread. 32-bit counts suffice: with a grid of at least min_grid(n) blocks no
+// thread visits 2^31 elements.
 struct Tally {
-  unsigned long long count[7] = {0, 0, 0, 0, 0, 0, 0};
-  unsigned long long max_err = 0, max_err_index = kNoIndex, max_ref = 0;
+  unsigned count[kCounts - 1] = {0, 0, 0, 0, 0};  // mismatches, nan_out, inf_out, nan_ref, inf_ref
+  bool nonzero = false;                           // some out element is not 0 (NaN counts as nonzero)
+  double max_err = -1.0;                          // -1: no finite pair yet
+  unsigned long long max_err_index = kNoIndex;
+  double max_ref = 0.0;
 
+  // Any pair, NaN and Inf included (the path of vectors holding a special value, tails, unaligned data).
   __device__ void add(double o, double r, double rtol, double atol, unsigned long long index) {
-    const Element e = classify(o, r, rtol, atol);
-    count[0] += e.mismatch;
-    count[1] += e.nan_out;
-    count[2] += e.inf_out;
-    count[3] += e.nan_ref;
-    count[4] += e.inf_ref;
-    count[5] += !e.zero_out;
-    count[6] += e.finite_pair;
-    // Indices grow along a thread's walk, so the first strict maximum is the smallest index.
-    if (e.finite_pair && (max_err_index == kNoIndex || bits_of(e.err) > max_err)) {
-      max_err = bits_of(e.err);
-      max_err_index = index;
+    const bool nan_out = is_nan(o), inf_out = is_inf(o), nan_ref = is_nan(r), inf_ref = is_inf(r);
+    count[1] += nan_out;
+    count[2] += inf_out;
+    count[3] += nan_ref;
+    count[4] += inf_ref;
+    nonzero = nonzero || !(o == 0.0);
+    if (!(nan_ref || inf_ref)) max_ref = fmax(max_ref, fabs(r));
+    if (nan_out || nan_ref) {
+      count[0] += 1;
+    } else if (inf_out || inf_ref) {
+      count[0] += !(o == r);
+    } else {
+      const double err = abs_err(o, r);
+      count[0] += exceeds(err, r, rtol, atol);
+      // Indices grow along a thread's walk, so the first strict maximum is the smallest index.
+      if (err > max_err) {
+        max_err = err;
+        max_err_index = index;
+      }
     }
-    if (bits_of(e.abs_ref) > max_ref) max_ref = bits_of(e.abs_ref);
+  }
+
+  // kVec consecutive pairs starting at flat index `base`. When all are finite (the common case) the
+  // NaN/Inf tests and the running maxima are taken once per vector instead of once per element.
+  template <class V1, class V2>
+  __device__ void add_vec(const V1& ov, const V2& rv, double rtol, double atol, unsigned long long base) {
+    double o[kVec], r[kVec];
+    unsigned exp_max = 0;
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) {
+      o[j] = to_double(ov.v[j]);
+      r[j] = to_double(rv.v[j]);
+      exp_max = max(exp_max, max(exponent_field(o[j]), exponent_field(r[j])));
+    }
+    if (exp_max == kExpAllOnes) {
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) add(o[j], r[j], rtol, atol, base + j);
+      return;
+    }
+    unsigned mismatches = 0;
+    bool nz = false;
+    double vec_err = -1.0, vec_ref = max_ref;
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) {
+      const double err = abs_err(o[j], r[j]);
+      mismatches += exceeds(err, r[j], rtol, atol);
+      nz = nz || !(o[j] == 0.0);
+      vec_err = fmax(vec_err, err);
+      vec_ref = fmax(vec_ref, fabs(r[j]));
+    }
+    count[0] += mismatches;
+    nonzero = nonzero || nz;
+    max_ref = vec_ref;
+    if (vec_err > max_err) {  // rare after the first vectors: find the first element reaching it
+      int first = kVec - 1;
+#pragma unroll
+      for (int j = kVec - 1; j >= 0; --j)
+        if (abs_err(o[j], r[j]) == vec_err) first = j;
+      max_err = vec_err;
+      max_err_index = base + static_cast<unsigned long long>(first);
+    }
   }
 };
 
@@ -212,7 +252,7 @@ __device__ inline unsigned long long block_max(unsigned long long v, unsigned lo
   return r;
 }
 
-// Reduces (err, index) pairs; thread 0 gets the result.
+// Reduces (err, index) pairs; every thread gets the result.
 __device__ inline void block_best(unsigned long long& err, unsigned long long& idx, unsigned long long* se,
                                   unsigned long long* si) {
   se[threadIdx.x] = err;
@@ -231,33 +271,53 @@ __device__ inline void block_best(unsigned long long& err, unsigned long long& i
   __syncthreads();
 }
 
-__device__ inline void store_partial(const Tally& t, Partial* out, unsigned long long* s1, unsigned long long* s2) {
+// Block-wide fold of per-thread partials (64-bit counts); every thread gets the result.
+__device__ inline Partial fold_block(const Partial& mine, unsigned long long* s1, unsigned long long* s2) {
   Partial p;
-  for (int q = 0; q < 7; ++q) p.count[q] = block_sum(t.count[q], s1);
-  p.max_ref_bits = block_max(t.max_ref, s1);
-  unsigned long long err = t.max_err, idx = t.max_err_index;
-  block_best(err, idx, s1, s2);
-  p.max_err_bits = err;
-  p.max_err_index = idx;
-  if (threadIdx.x == 0) *out = p;
+  for (int q = 0; q < kCounts; ++q) p.count[q] = block_sum(mine.count[q], s1);
+  p.max_ref_bits = block_max(mine.max_ref_bits, s1);
+  p.max_err_bits = mine.max_err_bits;
+  p.max_err_index = mine.max_err_index;
+  block_best(p.max_err_bits, p.max_err_index, s1, s2);
+  return p;
+}
+
+__device__ inline Partial to_partial(const Tally& t) {
+  Partial p;
+  for (int q = 0; q < kCounts - 1; ++q) p.count[q] = t.count[q];
+  p.count[kCounts - 1] = t.nonzero ? 1 : 0;
+  p.max_err_bits = t.max_err_index == kNoIndex ? 0 : bits_of(t.max_err);
+  p.max_err_index = t.max_err_index;
+  p.max_ref_bits = bits_of(t.max_ref);
+  return p;
 }
 
 // The single pass. kVectorized needs 16-byte aligned base pointers (torch allocations are) and reads
-// the n % kVec tail element by element; otherwise every element is read on its own.
+// the n % kVec tail element by element; otherwise every element is read on its own. Two vectors per
+// thread are loaded before either is classified, so more loads are in flight.
 template <class TOut, class TRef, bool kVectorized>
 __global__ void __launch_bounds__(kThreads)
-verify_stats_kernel(const TOut* out, const TRef* ref, int64_t n, double rtol, double atol, Partial* partials) {
+verify_stats_kernel(const TOut* __restrict__ out, const TRef* __restrict__ ref, int64_t n, double rtol, double atol,
+                    Partial* partials) {
   __shared__ unsigned long long s1[kThreads];
   __shared__ unsigned long long s2[kThreads];
   Tally tally;
   const int64_t chunks = kVectorized ? n / kVec : 0;
   const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
-  for (int64_t c = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; c < chunks; c += step) {
-    const Vec<TOut> o = reinterpret_cast<const Vec<TOut>*>(out)[c];
-    const Vec<TRef> r = reinterpret_cast<const Vec<TRef>*>(ref)[c];
-#pragma unroll
-    for (int j = 0; j < kVec; ++j)
-      tally.add(to_double(o.v[j]), to_double(r.v[j]), rtol, atol, static_cast<unsigned long long>(c * kVec + j));
+  const auto* ov = reinterpret_cast<const Vec<TOut>*>(out);
+  const auto* rv = reinterpret_cast<const Vec<TRef>*>(ref);
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; c < chunks; c += 2 * step) {
+    const int64_t c2 = c + step;
+    const Vec<TOut> o1 = ov[c];
+    const Vec<TRef> r1 = rv[c];
+    Vec<TOut> o2;
+    Vec<TRef> r2;
+    if (c2 < chunks) {
+      o2 = ov[c2];
+      r2 = rv[c2];
+    }
+    tally.add_vec(o1, r1, rtol, atol, static_cast<unsigned long long>(c) * kVec);
+    if (c2 < chunks) tally.add_vec(o2, r2, rtol, atol, static_cast<unsigned long long>(c2) * kVec);
   }
   if (kVectorized && blockIdx.x == 0) {
     for (int64_t i = chunks * kVec + threadIdx.x; i < n; i += kThreads)
@@ -267,7 +327,8 @@ verify_stats_kernel(const TOut* out, const TRef* ref, int64_t n, double rtol, do
     for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += step)
       tally.add(to_double(out[i]), to_double(ref[i]), rtol, atol, static_cast<unsigned long long>(i));
   }
-  store_partial(tally, partials + blockIdx.x, s1, s2);
+  const Partial p = fold_block(to_partial(tally), s1, s2);
+  if (threadIdx.x == 0) partials[blockIdx.x] = p;
 }
 
 // Folds the per-block partials (one block) and writes the stats tensor.
@@ -276,30 +337,27 @@ __global__ void __launch_bounds__(kThreads)
 verify_finalize_kernel(const Partial* partials, int blocks, int64_t n, double* stats) {
   __shared__ unsigned long long s1[kThreads];
   __shared__ unsigned long long s2[kThreads];
-  Tally t;
+  Partial mine = {{0, 0, 0, 0, 0, 0}, 0, kNoIndex, 0};
   for (int b = threadIdx.x; b < blocks; b += kThreads) {
     const Partial& p = partials[b];
-    for (int q = 0; q < 7; ++q) t.count[q] += p.count[q];
-    if (p.max_ref_bits > t.max_ref) t.max_ref = p.max_ref_bits;
-    if (better(p.max_err_bits, p.max_err_index, t.max_err, t.max_err_index)) {
-      t.max_err = p.max_err_bits;
-      t.max_err_index = p.max_err_index;
+    for (int q = 0; q < kCounts; ++q) mine.count[q] += p.count[q];
+    if (p.max_ref_bits > mine.max_ref_bits) mine.max_ref_bits = p.max_ref_bits;
+    if (better(p.max_err_bits, p.max_err_index, mine.max_err_bits, mine.max_err_index)) {
+      mine.max_err_bits = p.max_err_bits;
+      mine.max_err_index = p.max_err_index;
     }
   }
-  Partial total;
-  for (int q = 0; q < 7; ++q) total.count[q] = block_sum(t.count[q], s1);
-  total.max_ref_bits = block_max(t.max_ref, s1);
-  unsigned long long err = t.max_err, idx = t.max_err_index;
-  block_best(err, idx, s1, s2);
+  const Partial total = fold_block(mine, s1, s2);
   if (threadIdx.x == 0) {
+    const bool none = total.max_err_index == kNoIndex;
     stats[kNumel] = static_cast<double>(n);
     stats[kMismatches] = static_cast<double>(total.count[0]);
     stats[kNanOut] = static_cast<double>(total.count[1]);
     stats[kInfOut] = static_cast<double>(total.count[2]);
     stats[kNanRef] = static_cast<double>(total.count[3]);
     stats[kInfRef] = static_cast<double>(total.count[4]);
-    stats[kMaxAbsErr] = idx == kNoIndex ? 0.0 : double_of(err);
-    stats[kMaxAbsIndex] = idx == kNoIndex ? -1.0 : static_cast<double>(idx);
+    stats[kMaxAbsErr] = none ? 0.0 : double_of(total.max_err_bits);
+    stats[kMaxAbsIndex] = none ? -1.0 : static_cast<double>(total.max_err_index);
     stats[kMaxAbsRef] = double_of(total.max_ref_bits);
     stats[kOutAllZero] = total.count[5] == 0 ? 1.0 : 0.0;
   }
@@ -309,6 +367,7 @@ verify_finalize_kernel(const Partial* partials, int blocks, int64_t n, double* s
 template <class TOut, class TRef, class Stream>
 inline void launch_verify_stats(const TOut* out, const TRef* ref, int64_t n, double rtol, double atol,
                                 Partial* scratch, double* stats, int grid, Stream stream) {
+  // grid: suggested_grid(n, ...) or any value >= min_grid(n); scratch holds grid Partials.
   grid = grid < 1 ? 1 : grid;
   const bool aligned = reinterpret_cast<uintptr_t>(out) % 16 == 0 && reinterpret_cast<uintptr_t>(ref) % 16 == 0;
   if (aligned)
