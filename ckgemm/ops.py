@@ -1,6 +1,7 @@
 """Public API: validate, choose a backend, run, and record what ran.
 
-Data flows one way: API -> validate -> choose backend -> backend -> outputs.
+Data flows one way: API -> validate -> choose backend -> backend -> outputs. A packed call that was
+validated and planned before with the same metadata goes straight to the launch (``_plan_cache``).
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import _compile, backends, validate
+from . import _compile, _plan_cache, backends, validate
 
 
 @dataclass(frozen=True)
@@ -87,11 +88,19 @@ def grouped_gemm_packed(a, b, group_sizes, *, layout: str = "RC", out: torch.Ten
         _compile.packed_out_op(a, b, group_sizes, out, layout, backend, check_sizes)
         return out
     op = "grouped_gemm_packed"
+    key = _plan_cache.key(a, b, group_sizes, layout, out, backend, check_sizes)
+    known = _plan_cache.lookup(key)
+    if known is not None:  # this exact call validated and planned before: launch it
+        out = _plan_cache.replay(known, a, b, group_sizes, out)
+        _LAST.dispatch = known.dispatch
+        return out
     problem = validate.validate_packed(op, a, b, group_sizes, layout, out, check_sizes)
     module = backends.select(backend, problem.device)
     if out is None:
         out = torch.empty((problem.rows, problem.n), dtype=problem.rule.output, device=problem.device)
-    _record(op, module, problem, module.run_packed(problem, a, b, group_sizes, out))
+    direct: list = []
+    _record(op, module, problem, module.run_packed(problem, a, b, group_sizes, out, direct))
+    _plan_cache.store(key, direct, problem, _LAST.dispatch)
     return out
 
 

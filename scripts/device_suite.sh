@@ -8,6 +8,8 @@
 #   bench     benchmarks/bench_grouped_gemm.py (JSON + markdown)
 #   verify    benchmarks/bench_verify.py (gpu_verify against assert_close and the copy bandwidth)
 #   sanitize  compute-sanitizer memcheck over a reduced GPU suite, racecheck over one case per family
+#   tune      benchmarks/bench_grouped_gemm.py --only-ours --graph on $TUNE_CASES x $TUNE_DTYPES
+#             (default: the compute-bound cases, 16-bit and fp8) into tune_$TUNE_TAG.json, for A/B builds
 #   profile   Nsight Compute on ours and the best peer for the compute-bound cases and gpu_verify
 #             (scripts/profile_kernels.py; one summary, ncu.md)
 # Logs and artefacts go to $OUT (default ./.out). Wheels in .whl/ (e.g. nvidia-cutlass) are installed
@@ -58,6 +60,10 @@ for stage in "$@"; do
       run moe python3 op_tests/test_grouped_gemm.py --moe ;;
     bench)
       run bench python3 benchmarks/bench_grouped_gemm.py --json "$OUT/bench.json" --markdown "$OUT/bench.md" ;;
+    tune)
+      tag=${TUNE_TAG:-default}
+      run "tune_$tag" python3 benchmarks/bench_grouped_gemm.py --only-ours --graph --iters 20 \
+        --cases "${TUNE_CASES:-uniform,prefill}" --dtype "${TUNE_DTYPES:-bf16,fp16,fp8}" --json "$OUT/tune_$tag.json" ;;
     verify)
       run verify python3 benchmarks/bench_verify.py --json "$OUT/verify.json" ;;
     sanitize)
@@ -81,7 +87,7 @@ for stage in "$@"; do
       prof fp16_deepseek_ours 3 --case "DeepSeek-V3 prefill" --dtype fp16 --who ours
       prof fp16_deepseek_peer 1 --case "DeepSeek-V3 prefill" --dtype fp16 --who "matmul loop"
       prof bf16_seed_ours 3 --case seed-default --dtype bf16 --who ours
-      prof bf16_seed_peer 1 --case seed-default --dtype bf16 --who _grouped_mm
+      prof bf16_seed_peer 2 --case seed-default --dtype bf16 --who _grouped_mm
       prof verify 2 --who verify
       python3 scripts/profile_kernels.py summarize /tmp/ncu_*.csv > "$OUT/ncu.md" 2>> "$OUT/ncu.log"
       echo "== profile: $((SECONDS - start)) s"; cat "$OUT/ncu.md" | head -80 ;;

@@ -238,7 +238,11 @@ def test_bad_device_sizes_fail_loudly():
         import torch, ckgemm
         a = torch.randn(10, 64, device="cuda").to(torch.bfloat16)
         b = torch.randn(2, 128, 64, device="cuda").to(torch.bfloat16)
-        ckgemm.grouped_gemm_packed(a, b, torch.tensor([4, 5], device="cuda"))
+        sizes = torch.tensor([4, 6], device="cuda")
+        ckgemm.grouped_gemm_packed(a, b, sizes)  # valid: planned and memoized
+        torch.cuda.synchronize()
+        sizes[1] = 5  # the same call again (a memo hit) with a bad total: still stopped on the device
+        ckgemm.grouped_gemm_packed(a, b, sizes)
         torch.cuda.synchronize()
         print("NO ERROR")
     """)
@@ -284,7 +288,7 @@ def test_packed_k0_n0_and_no_rows(dtype):
                                        rand_tensor((3, 0, 64), dtype, gen, DEVICE), sizes)
     assert empty.shape == (8, 0)
     none = ckgemm.grouped_gemm_packed(rand_tensor((0, 64), dtype, gen, DEVICE),
-                                      rand_tensor((3, 48, 64), dtype, gen, DEVICE), torch.zeros(3, device=DEVICE))
+                                      rand_tensor((3, 48, 64), dtype, gen, DEVICE), torch.zeros(3, dtype=torch.int32, device=DEVICE))
     assert none.shape == (0, 48)
     torch.cuda.synchronize()
 
@@ -299,3 +303,17 @@ def test_large_config_keeps_padding_and_column_blocks():
     assert all(p == f"{NATIVE}:large" for p in ckgemm.last_dispatch().paths), ckgemm.last_dispatch()
     _check_list(given, a, b, "RC", torch.bfloat16, "column blocks")
     assert torch.isnan(buf[:, 256:]).all() and torch.isnan(buf[260:, 128:256]).all(), "wrote outside the views"
+
+
+def test_memoized_packed_calls_follow_new_device_sizes():
+    """Repeated packed calls skip host planning (ckgemm._plan_cache); sizes changed in place on the
+    device (same total) must still be used."""
+    a, b = _inputs([(64, 128, 64), (64, 128, 64)], torch.bfloat16, "RC", "gpu-memo")
+    tokens, experts = torch.cat(a), torch.stack(b)
+    sizes = torch.tensor([64, 64], device=DEVICE, dtype=torch.int32)
+    for split in ([64, 64], [100, 28], [0, 128], [128, 0]):
+        sizes.copy_(torch.tensor(split))
+        out = ckgemm.grouped_gemm_packed(tokens, experts, sizes)
+        starts = [0, split[0]]
+        _check_list([out[s:s + m] for s, m in zip(starts, split)],
+                    [tokens[s:s + m] for s, m in zip(starts, split)], b, "RC", torch.bfloat16, f"split {split}")

@@ -199,3 +199,87 @@ def test_k0_group_with_an_unaligned_output_does_not_change_the_config(kind):
 
 def test_sizes_the_kernels_cannot_hold_are_refused_not_repacked():
     assert plan.too_large(2**31, 8, 8) is not None and plan.too_large(2**31 - 1, 8, 8) is None
+
+
+
+@pytest.fixture
+def cached_native(kind, monkeypatch):
+    """The stand-in backend picked for CPU tensors, a fresh plan memo, and a log of full validations."""
+    from ckgemm import _plan_cache, backends
+
+    monkeypatch.setitem(backends._SELECTED, (None, torch.device("cpu")), native.backend(kind))
+    monkeypatch.setattr(_plan_cache, "ENABLED", True)
+    _plan_cache.clear()
+    calls = []
+    real = validate.validate_packed
+    monkeypatch.setattr(validate, "validate_packed", lambda *args: calls.append(args[0]) or real(*args))
+    yield calls
+    _plan_cache.clear()
+
+
+def _check_packed(out, a, b, sizes, what):
+    start = 0
+    for g, m in enumerate(sizes):
+        assert_group_matches(out[start:start + m], a[start:start + m], b[g], "RC", f"{what}: expert {g}")
+        start += m
+
+
+def test_repeated_packed_calls_skip_validation_not_correctness(cached_native):
+    gen = generator("plan-cache")
+    a = rand_tensor((40, 64), torch.bfloat16, gen)
+    b = rand_tensor((3, 32, 64), torch.bfloat16, gen)
+    sizes = torch.tensor([10, 0, 30])
+    out = poison((40, 32), torch.bfloat16)
+    ckgemm.grouped_gemm_packed(a, b, sizes, out=out)
+    first = ckgemm.last_dispatch()
+    out.fill_(float("nan"))
+    ckgemm.grouped_gemm_packed(a, b, sizes, out=out)
+    assert len(cached_native) == 1, "the second identical call was validated again"
+    assert ckgemm.last_dispatch() == first
+    _check_packed(out, a, b, [10, 0, 30], "memoized launch")
+    fresh = ckgemm.grouped_gemm_packed(a, b, sizes)  # out=None: its own memo entry, then a hit
+    again = ckgemm.grouped_gemm_packed(a, b, sizes)
+    assert len(cached_native) == 2 and fresh.data_ptr() != again.data_ptr()
+    _check_packed(again, a, b, [10, 0, 30], "memoized launch, fresh output")
+    sizes[0], sizes[2] = 30, 10  # host sizes changed in place: same tensor, new values, new plan
+    ckgemm.grouped_gemm_packed(a, b, sizes, out=out)
+    assert len(cached_native) == 3
+    _check_packed(out, a, b, [30, 0, 10], "host sizes changed in place")
+
+
+def test_memo_never_lets_a_bad_call_through(cached_native):
+    gen = generator("plan-cache-bad")
+    buf = rand_tensor((40, 96), torch.bfloat16, gen)
+    a = buf[:, :64]  # rows of 96: aligned, as the kernel takes them
+    b = rand_tensor((2, 32, 64), torch.bfloat16, gen)
+    sizes = torch.tensor([15, 25])
+    out = poison((40, 32), torch.bfloat16)
+    ckgemm.grouped_gemm_packed(a, b, sizes, out=out)
+    ckgemm.grouped_gemm_packed(a, b, sizes, out=out)
+    assert len(cached_native) == 1
+    with pytest.raises(ckgemm.InvalidArgumentError, match="overlaps"):
+        ckgemm.grouped_gemm_packed(a, b, sizes, out=buf[:, 32:64])  # same shapes, output inside a
+    b.requires_grad_(True)
+    with pytest.raises(ckgemm.InvalidArgumentError, match="requires grad"):
+        ckgemm.grouped_gemm_packed(a, b, sizes, out=out)
+    b.requires_grad_(False)
+    with pytest.raises(ckgemm.InvalidArgumentError, match="sum to"):
+        ckgemm.grouped_gemm_packed(a, b, torch.tensor([15, 24]), out=out)
+    misaligned = buf[:, 1:65]  # repacked every call: never memoized
+    for _ in range(2):
+        ckgemm.grouped_gemm_packed(misaligned, b, sizes, out=out)
+        _check_packed(out, misaligned, b, [15, 25], "repacked")
+    assert cached_native.count("grouped_gemm_packed") == 1 + 3 + 2
+    assert ckgemm.last_dispatch().paths[0].endswith("+repack")
+
+
+def test_memo_can_be_turned_off(cached_native, monkeypatch):
+    from ckgemm import _plan_cache
+
+    monkeypatch.setattr(_plan_cache, "ENABLED", False)
+    gen = generator("plan-cache-off")
+    a = rand_tensor((8, 64), torch.bfloat16, gen)
+    b = rand_tensor((1, 32, 64), torch.bfloat16, gen)
+    for _ in range(3):
+        ckgemm.grouped_gemm_packed(a, b, torch.tensor([8]))
+    assert len(cached_native) == 3

@@ -58,10 +58,10 @@ class NativeBackend:
 
         return native_run.run_list(problem, a_list, b_list, c_list)
 
-    def run_packed(self, problem, a, b, group_sizes, out):
+    def run_packed(self, problem, a, b, group_sizes, out, direct: list | None = None):
         from . import native_run
 
-        return native_run.run_packed(problem, a, b, group_sizes, out)
+        return native_run.run_packed(problem, a, b, group_sizes, out, direct)
 
 
 _BACKENDS = {name: NativeBackend(name) for name in NAMES}

@@ -129,7 +129,9 @@ def run_list(problem, a_list, b_list, c_list) -> tuple[str, ...]:
     return _paths(backend, config, problem.shapes, notes)
 
 
-def run_packed(problem, a, b, group_sizes, out) -> tuple[str, ...]:
+def run_packed(problem, a, b, group_sizes, out, direct: list | None = None) -> tuple[str, ...]:
+    """Launch one packed call. When the kernel ran on the caller's own tensors (nothing repacked or
+    staged) and ``direct`` is a list, (layout code, config) is appended to it (see ckgemm._plan_cache)."""
     backend = native.built_kind()
     rules = plan.RULES[backend]
     compute = bool(problem.k and problem.n and problem.rows)
@@ -146,6 +148,8 @@ def run_packed(problem, a, b, group_sizes, out) -> tuple[str, ...]:
     mean_m = [problem.rows / problem.groups] if problem.sizes is None else list(problem.sizes)
     config = plan.choose_config(mean_m, plan.output_takes_large(rules, run_out))
     torch.ops.ckgemm.run_packed_out(a, b, group_sizes, run_out, plan.LAYOUT_CODE[layout], config)
+    if direct is not None and compute and not note:
+        direct.append((plan.LAYOUT_CODE[layout], config))
     if run_out is not out:
         out.copy_(run_out[:, :problem.n])
     sizes = problem.sizes if problem.sizes is not None else [1] * problem.groups

@@ -52,7 +52,8 @@ def run_list(problem, a_list, b_list, c_list) -> tuple[str, ...]:
     return tuple(_path(shape) for shape in problem.shapes)
 
 
-def run_packed(problem, a, b, group_sizes, out) -> tuple[str, ...]:
+def run_packed(problem, a, b, group_sizes, out, direct: list | None = None) -> tuple[str, ...]:
+    """``direct`` is the native backends' report of a launch on the given tensors; never filled here."""
     sizes = problem.sizes
     if sizes is None:
         from ..errors import InvalidArgumentError
