@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include "../ckgemm.h"
 #include "../common/packed_args.cuh"
@@ -53,6 +55,22 @@ inline bool scheduler_along_n() {
   }();
   return value;
 }
+// fp8 two-level accumulation: CKGEMM_FP8_PROMOTION in {4, 8, 16} wgmma k-blocks between promotions of the
+// tensor-core partial sums into the fp32 accumulator (CUTLASS's default, 4, is one 128-deep k-tile). Larger
+// intervals drain the tensor pipe less often and sum longer in the tensor core's narrower accumulator.
+inline unsigned fp8_promotion_interval() {
+  static const unsigned value = [] {
+    const char* e = std::getenv("CKGEMM_FP8_PROMOTION");
+    const int v = e != nullptr ? std::atoi(e) : 4;
+    return static_cast<unsigned>(v == 8 || v == 16 ? v : 4);
+  }();
+  return value;
+}
+template <class T, class = void>
+struct HasPromotionInterval : std::false_type {};
+template <class T>
+struct HasPromotionInterval<T, std::void_t<decltype(std::declval<T&>().mma_promotion_interval)>> : std::true_type {};
+
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 template <class K>
@@ -66,6 +84,9 @@ struct Instance {
   using StrideB = typename Kernel::InternalStrideB;
   using StrideD = typename Kernel::InternalStrideD;
   static constexpr bool kRowMajorB = std::is_same_v<typename K::LayoutB, cutlass::layout::RowMajor>;
+  static_assert(!std::is_same_v<ElementIn, cutlass::float_e4m3_t> ||
+                    HasPromotionInterval<typename Kernel::MainloopArguments>::value,
+                "fp8 instances use CUTLASS's two-level (promoting) accumulation");
 
   struct Arrays {
     Shape3* shapes;
@@ -160,6 +181,8 @@ struct Instance {
     using Raster = decltype(args.scheduler.raster_order);
     args.scheduler.max_swizzle_size = scheduler_swizzle();
     args.scheduler.raster_order = scheduler_along_n() ? Raster::AlongN : Raster::AlongM;
+    if constexpr (HasPromotionInterval<decltype(args.mainloop)>::value)
+      args.mainloop.mma_promotion_interval = fp8_promotion_interval();
     return args;
   }
 
