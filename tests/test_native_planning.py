@@ -153,6 +153,14 @@ def test_config_choice_and_output_rules():
     assert plan.staged_output_columns(plan.RULES["ck"], padded) == 136
 
 
+def test_forced_config_overrides_the_heuristic_but_not_the_output_rule(monkeypatch):
+    monkeypatch.setattr(plan, "FORCED_CONFIG", plan.SMALL)
+    assert plan.choose_config([4096] * 3, True) == plan.SMALL
+    monkeypatch.setattr(plan, "FORCED_CONFIG", plan.LARGE)
+    assert plan.choose_config([16] * 32, True) == plan.LARGE
+    assert plan.choose_config([16] * 32, False) == plan.SMALL, "Large cannot write this output"
+
+
 def test_repack_is_exact():
     gen = generator("repack-exact")
     a = rand_tensor((7, 37), torch.int8, gen)

@@ -36,6 +36,29 @@ inline std::string descriptor_error(const GroupDesc& g, Layout layout) {
   return "";
 }
 
+// Bytes a row-major view of rows x cols with leading dimension ld spans.
+inline int64_t view_bytes(int64_t rows, int64_t cols, int64_t ld, int elem_bytes) {
+  return rows <= 0 || cols <= 0 ? 0 : ((rows - 1) * ld + cols) * elem_bytes;
+}
+
+// A group as large as any group of a packed call can be (all rows): checking it checks them all.
+inline GroupDesc packed_envelope(const PackedArgs& p) {
+  return GroupDesc{p.a, p.b, p.c, p.rows, p.n, p.k, p.lda, p.ldb, p.ldc};
+}
+
+// descriptor_error for the packed form: the envelope as a list-form group, plus what only the packed
+// form has (the group sizes, and B's groups, which are separate matrices and must not overlap).
+inline std::string packed_descriptor_error(const PackedArgs& p, Layout layout) {
+  if (p.groups < 0) return "negative group count";
+  if (p.groups > 0 && p.group_sizes == nullptr) return "null group_sizes";
+  const std::string err = descriptor_error(packed_envelope(p), layout);
+  if (!err.empty() || p.rows == 0 || p.n == 0 || p.k == 0) return err;
+  const int64_t b_rows = layout == Layout::RC ? p.n : p.k, b_cols = layout == Layout::RC ? p.k : p.n;
+  if (p.groups > 1 && p.b_group_stride < view_bytes(b_rows, b_cols, p.ldb, 1))
+    return "b_group_stride smaller than one B";
+  return "";
+}
+
 // supported(const GroupDesc&) -> bool says whether the chosen kernel config takes a group as is.
 template <class Supported>
 ListPlan plan_list(const GroupDesc* groups, int count, Layout layout, Supported&& supported) {

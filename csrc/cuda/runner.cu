@@ -123,13 +123,8 @@ Status run_packed(const Problem& p, const PackedArgs& args, const Buffers& buffe
   const cuda::InstanceFns* inst = cuda::find(p);
   if (inst == nullptr) return cuda::not_instantiated(p, report);
   auto s = static_cast<cudaStream_t>(stream);
-  // The whole packed call as one descriptor: leading dimensions, pointers and sizes are checked as for
-  // a list-form group, and B's groups must not overlap (they are separate matrices).
-  const GroupDesc whole{args.a, args.b, args.c, args.rows, args.n, args.k, args.lda, args.ldb, args.ldc};
-  std::string bad = args.groups < 0 ? "negative group count" : descriptor_error(whole, p.layout);
-  const int64_t b_rows = p.layout == Layout::RC ? args.n : args.k;
-  if (bad.empty() && args.groups > 1 && args.k > 0 && args.n > 0 && args.b_group_stride < b_rows * args.ldb)
-    bad = "B group stride smaller than one B matrix";
+  const GroupDesc whole = packed_envelope(args);
+  const std::string bad = packed_descriptor_error(args, p.layout);
   if (!bad.empty()) {
     report_message(report, -1, bad);
     return Status::InvalidArgument;

@@ -24,11 +24,6 @@ inline bool compute_v4_loop_ok(int64_t k_loops) { return k_loops == 2 || k_loops
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Bytes a row-major view of rows x cols with leading dimension ld spans.
-inline int64_t view_bytes(int64_t rows, int64_t cols, int64_t ld, int elem_bytes) {
-  return rows <= 0 || cols <= 0 ? 0 : ((rows - 1) * ld + cols) * elem_bytes;
-}
-
 namespace detail {
 inline std::string num(int64_t v) { return std::to_string(v); }
 inline bool aligned(const void* p, int64_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
@@ -168,30 +163,9 @@ inline int persistent_grid(int64_t tiles, int blocks_per_cu, int compute_units) 
 
 // ---- packed (MoE) form: N, K, strides and pointers are shared, only M varies per group ----
 
-inline std::string packed_descriptor_error(const PackedArgs& p, Layout layout) {
-  if (p.groups < 0 || p.rows < 0 || p.n < 0 || p.k < 0) return "negative size";
-  if (p.groups > 0 && p.group_sizes == nullptr) return "null group_sizes";
-  if (p.rows == 0 || p.n == 0) return "";
-  if (p.c == nullptr) return "null C pointer";
-  if (p.ldc < p.n) return "ldc smaller than n";
-  if (p.k == 0) return "";
-  if (p.a == nullptr || p.b == nullptr) return "null A or B pointer";
-  if (p.rows > 1 && p.lda < p.k) return "lda smaller than k";
-  const int64_t b_rows = layout == Layout::RC ? p.n : p.k, b_cols = layout == Layout::RC ? p.k : p.n;
-  if (b_rows > 1 && p.ldb < b_cols) return "ldb smaller than the stored row of B";
-  if (p.groups > 1 && p.b_group_stride < view_bytes(b_rows, b_cols, p.ldb, 1))
-    return "b_group_stride smaller than one B";
-  return "";
-}
-
 // Upper bound on the output tiles of a packed call (each group's last M tile may be partial).
 inline int64_t packed_tile_bound(const TileTraits& t, const PackedArgs& p) {
   return (ceil_div(p.rows, t.m_tile) + p.groups) * ceil_div(p.n, t.n_tile);
-}
-
-// A group as large as any group of the call can be (all rows): checking it checks them all.
-inline GroupDesc packed_envelope(const PackedArgs& p) {
-  return GroupDesc{p.a, p.b, p.c, p.rows, p.n, p.k, p.lda, p.ldb, p.ldc};
 }
 
 inline std::string packed_rejects(const Instance& inst, Layout layout, const PackedArgs& p) {

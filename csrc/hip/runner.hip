@@ -167,7 +167,7 @@ Status run_packed(const Problem& p, const PackedArgs& args, const Buffers& buffe
   const Instance* fallback = nullptr;
   Status status = select(p, &primary, &fallback, report);
   if (status != Status::Ok) return status;
-  const std::string bad = ck::packed_descriptor_error(args, p.layout);
+  const std::string bad = packed_descriptor_error(args, p.layout);
   if (!bad.empty()) return fail(report, Status::InvalidArgument, -1, bad);
 
   // N, K, strides and base pointers are shared by every group, so one instance takes all of them.
