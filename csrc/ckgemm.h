@@ -144,6 +144,9 @@ const InstanceInfo& instance_info(int id);
 std::string instance_rejects(int id, const GroupDesc& g);
 // The same for a packed call: every group shares N, K, strides and bases, and M varies per group.
 std::string instance_rejects_packed(int id, const PackedArgs& p);
+// Why no instance of this build computes `kind` ("" when one does), e.g. "block scales need a CK with
+// grouped 1x128 x 128x128 scaling; the pinned CK has none". The op refuses such calls with this text.
+std::string kind_rejects(const Kind& kind);
 // Instances of this kind in the order the backend prefers them for groups of about `m_hint` rows
 // (and n, k); writes at most `cap` ids to `out` and returns how many it wrote.
 int preferred_instances(const Kind& kind, int64_t m_hint, int64_t n, int64_t k, int* out, int cap);
