@@ -3,7 +3,7 @@ check mode, and the (scenario, dtype, quant, mode) grid a run covers."""
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import torch
 
@@ -75,8 +75,10 @@ class Case:
         return f"{self.scenario} {self.config.label}"
 
 
-def grid(scenarios, dtypes, modes, *, base: MoEConfig | None = None, quants=("none",), steps: int = 3) -> list[Case]:
-    """Every scenario x dtype x quant x mode, in that nesting order, on ``base``'s sizes."""
-    base = base or MoEConfig()
-    return [Case(s, replace(base, dtype=d, quant=q, mode=m), steps)
-            for s, d, q, m in itertools.product(scenarios, dtypes, quants, modes)]
+def grid(scenarios, dtypes, modes, *, sizes: dict | None = None, quants=("none",), steps: int = 3) -> list[Case]:
+    """Every scenario x dtype x quant x mode, in that nesting order, with the MoEConfig ``sizes`` (experts,
+    topk, hidden, out, tokens). Dtypes a recipe does not take are left out of that recipe's cells."""
+    from .recipes import RECIPE_DTYPES
+
+    return [Case(s, MoEConfig(**(sizes or {}), dtype=d, quant=q, mode=m), steps)
+            for s, d, q, m in itertools.product(scenarios, dtypes, quants, modes) if d in RECIPE_DTYPES[q]]

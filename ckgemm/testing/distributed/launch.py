@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime
 import multiprocessing
 import os
+import sys
 import tempfile
 import time
 import traceback
@@ -85,6 +86,8 @@ def _rank_main(rank, size, store, backend, timeout_s, threads, fn, args, conn):
         conn.send(RankOutcome(rank, False, error=traceback.format_exc()))
     finally:
         conn.close()
+        sys.stdout.flush()
+        sys.stderr.flush()
         # No teardown: after a failed collective the group's destructor can block on peers that left.
         os._exit(status)
 

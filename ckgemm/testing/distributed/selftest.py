@@ -39,7 +39,7 @@ class FaultOutcome:
 
     def row(self) -> dict:
         return {"fault": self.fault, "mode": self.mode, "expected stage": self.expected,
-                "reported by": self.stage or "nothing", "changed something": self.applied,
+                "reported by": self.stage or "nothing", "changed something": "yes" if self.applied else "no",
                 "failing ranks": self.failing_ranks, "ok": self.ok}
 
 
