@@ -22,6 +22,7 @@ pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_avai
 
 DTYPES = ("bf16", "int8", "fp8")
 MODES = ("exact", "numeric")
+QUANTS = ("none", "row", "block")  # row: fp8, int8; block: fp8 (grid leaves out what a recipe cannot take)
 SEED = BASE_SEED % 100_000
 FAULTS_IN_WORLD = tuple(n for n, f in FAULTS.items() if not f.own_world)
 
@@ -53,7 +54,7 @@ def gemm_that_raises(a, b, sizes, *, out, **scales):
 def _world_body(world):
     print(f"[seed] distributed flow: {SEED} (world {world.size})")
     sizes = {"experts": max(8, 2 * world.size)}
-    clean = run_flow(world, grid(tuple(SCENARIOS), DTYPES, MODES, sizes=sizes, steps=3), seed=SEED)
+    clean = run_flow(world, grid(tuple(SCENARIOS), DTYPES, MODES, sizes=sizes, quants=QUANTS, steps=3), seed=SEED)
     counting = CountingGemm()
     bf16 = MoEConfig(experts=sizes["experts"], dtype="bf16", mode="numeric")
     custom = {"counting": run_case(world, Case("zipf", bf16, 2), seed=SEED, gemm=counting),
@@ -76,6 +77,8 @@ def world_run(request):
 def test_every_scenario_dtype_and_mode_passes(world_run):
     lead = world_run[0]["clean"]
     expected = {f"{s} {d} {m}" for s in SCENARIOS for d in DTYPES for m in MODES}
+    expected |= {f"{s} {d}/{q} {m}" for s in SCENARIOS for d, q in (("fp8", "row"), ("int8", "row"), ("fp8", "block"))
+                 for m in MODES}
     assert {r.case for r in lead} == expected
     for r in lead:
         assert r.passed, "\n".join(f"rank {row['rank']}: {row['stage']}: {row['detail']}" for row in r.rows)

@@ -21,7 +21,7 @@ import torch
 
 from ...dtypes import rule_for
 from ..check import check, group_tolerance
-from ..numeric import calc_diff, mantissa_bits
+from ..numeric import calc_diff, mantissa_bits, scaled_max_diff
 from .config import MoEConfig
 from .layer import Trace
 from .reference import Expected
@@ -56,6 +56,13 @@ def calc_diff_bound(out_dtype: torch.dtype, acc_dtype: torch.dtype, k: int) -> f
     eps_out = 2.0 ** -mantissa_bits(out_dtype) if out_dtype.is_floating_point else 0.0
     eps_acc = k * 2.0 ** -mantissa_bits(acc_dtype) if acc_dtype.is_floating_point else 0.0
     return (eps_out + eps_acc + 2 * FP32_EPS) ** 2
+
+
+def diff_bound(cfg: MoEConfig, out_dtype: torch.dtype, in_dtype: torch.dtype) -> float:
+    """The calc_diff bound of the GEMM's rows: the harness's for scaled recipes, else ``calc_diff_bound``."""
+    if cfg.quant != "none":
+        return scaled_max_diff(out_dtype)
+    return calc_diff_bound(out_dtype, rule_for(in_dtype).accumulate, cfg.hidden)
 
 
 def _mismatch(what: str, got: torch.Tensor, want: torch.Tensor) -> str:
@@ -95,10 +102,10 @@ def _check_rows(trace: Trace, exp: Expected, cfg: MoEConfig, worst: dict) -> str
 
 
 def _tolerance_check(outs, refs, cfg: MoEConfig, in_dtype: torch.dtype, name: str, worst: dict) -> str | None:
-    out_dtype = outs[0].dtype if outs else in_dtype
-    bound = calc_diff_bound(out_dtype, rule_for(in_dtype).accumulate, cfg.hidden)
+    bound = diff_bound(cfg, outs[0].dtype, in_dtype) if outs else 0.0
     try:
-        report = check(outs, refs, in_dtype=in_dtype, k=cfg.hidden, max_diff=bound, name=name)
+        report = check(outs, refs, in_dtype=in_dtype, k=cfg.hidden, max_diff=bound, name=name,
+                       scaled=cfg.quant != "none")
     except AssertionError as exc:
         return str(exc)
     summary = report.summary()
@@ -140,7 +147,8 @@ def _combine_bound(trace: Trace, exp: Expected, cfg: MoEConfig) -> torch.Tensor:
     atol = torch.zeros_like(exp.weights, dtype=torch.float64)
     rtol = torch.zeros_like(atol)
     for _, mask in _slot_groups(exp):
-        r, a = group_tolerance(trace.returned[mask], exp.returned[mask], in_dtype, cfg.hidden)
+        r, a = group_tolerance(trace.returned[mask], exp.returned[mask], in_dtype, cfg.hidden,
+                               scaled=cfg.quant != "none")
         rtol[mask], atol[mask] = r, a
     w = exp.weights.double().abs().unsqueeze(-1)
     ref_rows = exp.returned.double().abs()
@@ -157,7 +165,7 @@ def _check_combine(trace: Trace, exp: Expected, cfg: MoEConfig, worst: dict) -> 
     err = (out.double() - ref).abs()
     bad = ~(err <= _combine_bound(trace, exp, cfg))  # NaN fails
     diff = calc_diff(out, ref) if out.numel() else 0.0
-    limit = calc_diff_bound(trace.returned.dtype, rule_for(exp.rows.data.dtype).accumulate, cfg.hidden)
+    limit = diff_bound(cfg, trace.returned.dtype, exp.rows.data.dtype) + 2 * FP32_EPS
     worst["combine max_abs_err"] = float(err[~err.isnan()].max()) if out.numel() else 0.0
     worst["combine calc_diff"] = diff
     if int(bad.sum()):

@@ -14,7 +14,10 @@ MODES = ("exact", "numeric")
 # "none": the dtype table's unscaled GEMM. "row" and "block" are DESIGN.md's scaled recipes; their rows
 # carry scales through dispatch (recipes.py says which dtypes and what the GEMM must accept).
 QUANTS = ("none", "row", "block")
-EXACT_MAX_K = {"bf16": 256, "fp16": 2048}  # |x|, |w| <= 1: |out| <= K must be an integer the output holds
+# Exact mode: unscaled, |x|, |w| <= 1, so |out| <= K must be an integer the output dtype holds. Scaled recipes
+# (codes in [-1, 1], power-of-two scales 1/4..4): partial sums are multiples of 1/16 up to 16 K, exact in
+# fp32 while 256 K <= 2^24; the one rounding to bf16 is then the same in every kernel.
+EXACT_MAX_K = {"bf16": 256, "fp16": 2048, "scaled": 65536}
 
 
 @dataclass(frozen=True)
@@ -42,10 +45,10 @@ class MoEConfig:
             raise ValueError(f"sizes must be positive: {self}")
         if self.topk > self.experts:
             raise ValueError(f"topk {self.topk} exceeds the {self.experts} experts")
-        limit = EXACT_MAX_K.get(self.dtype) if self.quant == "none" else EXACT_MAX_K["bf16"]
+        limit = EXACT_MAX_K.get(self.dtype if self.quant == "none" else "scaled")
         if self.mode == "exact" and limit is not None and self.hidden > limit:
-            raise ValueError(f"exact mode with {self.dtype} needs hidden <= {limit} (outputs must stay exact "
-                             f"integers), got {self.hidden}")
+            raise ValueError(f"exact mode with {self.label.split()[0]} needs hidden <= {limit} (every sum must "
+                             f"stay exact), got {self.hidden}")
 
     def input_dtype(self, device) -> torch.dtype:
         """The torch dtype of the GEMM's A and B: fp8 is the device's e4m3 flavour."""

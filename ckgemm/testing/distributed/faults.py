@@ -13,6 +13,7 @@ self-test fails it as such.
 | dropped_token | a sender drops one (token, slot) and sends counts that agree with the drop | counts |
 | stale_buffer | from step 1, the largest source segment of the persistent receive buffer is not refreshed | row contents |
 | skipped_reorder | received rows go to the GEMM in source-rank order, not expert order | token order |
+| unreordered_scales | (scaled recipes) the rows are reordered but their scales are not | row contents |
 | skipped_return_reorder | GEMM rows go back in expert order, not in the order they arrived | returned rows |
 | wrong_combine_weight | the combine weighs slot k with slot k-1's weight | combine |
 | rerun_drift | the GEMM output moves by one ulp in one element on every call after the first (numeric mode) | rerun determinism |
@@ -31,6 +32,7 @@ class FaultSpec:
     stage: str  # the check stage that must report it first
     rank: int = 0  # the rank that misbehaves; -1: the last rank
     numeric_only: bool = False  # exact mode catches it earlier (any drift is a GEMM mismatch there)
+    quant: str = "none"  # the recipe it needs (scales to misplace); its self-test case uses fp8
     own_world: bool = False  # it breaks the process group, so it runs last, alone
 
 
@@ -40,6 +42,7 @@ FAULTS = {f.name: f for f in (
     FaultSpec("dropped_token", "counts"),
     FaultSpec("stale_buffer", "row contents"),
     FaultSpec("skipped_reorder", "token order"),
+    FaultSpec("unreordered_scales", "row contents", quant="block"),
     FaultSpec("skipped_return_reorder", "returned rows"),
     FaultSpec("wrong_combine_weight", "combine"),
     FaultSpec("rerun_drift", "rerun determinism", numeric_only=True),
@@ -113,6 +116,9 @@ class Injector:
 
     def reorder(self, perm: torch.Tensor) -> torch.Tensor:
         return self._skip_permutation("skipped_reorder", perm)
+
+    def scale_reorder(self, perm: torch.Tensor) -> torch.Tensor:
+        return self._skip_permutation("unreordered_scales", perm)
 
     def return_reorder(self, perm: torch.Tensor) -> torch.Tensor:
         return self._skip_permutation("skipped_return_reorder", perm)

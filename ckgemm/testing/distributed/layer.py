@@ -161,7 +161,7 @@ class EPMoE:
         scales = None if rows_out.scale is None else all_to_all_rows(rows_out.scale, ss, rs, self.group)
         received_tags = all_to_all_rows(tags, ss, rs, self.group)
         perm = self.faults.reorder(expert_major_order(trace.recv_counts, total))
-        trace.rows = Operand(rows, scales).rows(perm)
+        trace.rows = Operand(rows[perm], None if scales is None else scales[self.faults.scale_reorder(perm)])
         trace.tags = received_tags[perm]
         trace.group_sizes = trace.recv_counts.sum(0).to(torch.int32)
         return perm

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 import torch
 
 from .. import quant as harness_quant
-from ..quant import Quantized
 
 BLOCK = 128
 RECIPE_DTYPES = {"none": ("bf16", "fp16", "fp8", "int8"), "row": ("fp8", "int8"), "block": ("fp8",)}
@@ -30,8 +29,8 @@ SCALED_OUTPUT = torch.bfloat16  # the scaled GEMM's default out_dtype
 @dataclass
 class Operand:
     """Values as the GEMM takes them: a plain tensor, or codes with float32 scales.
-    Activations: ``data`` [R, K], ``scale`` [R, width] (one row of scales per token, so it travels with it).
-    Weights: ``data`` [E, N, K], ``scale`` [E, N, 1] (row) or [E, ceil(N/128), ceil(K/128)] (block)."""
+    Activations: ``data`` [R, K], ``scale`` [R, width]: each token's scales in one row, so they travel with it.
+    Weights: ``data`` [E, N, K], ``scale`` in the op's layout: [E, N] (row) or [E, ceil(N/128), ceil(K/128)]."""
 
     data: torch.Tensor
     scale: torch.Tensor | None = None
@@ -57,11 +56,21 @@ def scale_width(recipe: str, hidden: int) -> int:
 
 def _weight_scale_shape(recipe: str, shape) -> tuple[int, ...]:
     e, n, k = shape
-    return (e, n, 1) if recipe == "row" else (e, -(-n // BLOCK), -(-k // BLOCK))
+    return (e, n) if recipe == "row" else (e, -(-n // BLOCK), -(-k // BLOCK))
 
 
 def _powers_of_two(shape, gen: torch.Generator) -> torch.Tensor:
     return torch.pow(2.0, torch.randint(-2, 3, tuple(shape), generator=gen).float())
+
+
+def _cast(recipe: str, values: torch.Tensor, dtype: torch.dtype, weights: bool):
+    if recipe == "row":
+        if dtype == torch.int8:
+            return harness_quant.cast_to_int8(values, "row")
+        return harness_quant.per_row_cast_to_fp8(values, dtype=dtype)
+    if weights:
+        return harness_quant.per_block_cast_to_fp8(values, BLOCK, dtype=dtype)
+    return harness_quant.per_token_cast_to_fp8(values, BLOCK, dtype=dtype)
 
 
 def quantize_activations(recipe: str, values: torch.Tensor, dtype: torch.dtype, *, exact: bool,
@@ -69,15 +78,11 @@ def quantize_activations(recipe: str, values: torch.Tensor, dtype: torch.dtype, 
     """``values``: float32 [R, K] on the CPU (exact mode: integers in [-1, 1])."""
     if recipe == "none":
         return Operand(values.to(dtype))
+    rows = values.shape[0]
     if exact:
-        width = scale_width(recipe, values.shape[1])
-        return Operand(values.to(dtype), _powers_of_two((values.shape[0], width), gen))
-    if recipe == "row":
-        q = harness_quant.cast_to_int8(values, "row") if dtype == torch.int8 else harness_quant.cast_to_fp8(
-            values, (1, None), dtype=dtype)
-    else:
-        q = harness_quant.per_token_cast_to_fp8(values, BLOCK, dtype=dtype)
-    return Operand(q.data, q.scale.reshape(values.shape[0], -1))
+        return Operand(values.to(dtype), _powers_of_two((rows, scale_width(recipe, values.shape[1])), gen))
+    codes, scale = _cast(recipe, values, dtype, weights=False)
+    return Operand(codes, scale.reshape(rows, -1))
 
 
 def quantize_weights(recipe: str, values: torch.Tensor, dtype: torch.dtype, *, exact: bool,
@@ -87,34 +92,29 @@ def quantize_weights(recipe: str, values: torch.Tensor, dtype: torch.dtype, *, e
         return Operand(values.to(dtype))
     if exact:
         return Operand(values.to(dtype), _powers_of_two(_weight_scale_shape(recipe, values.shape), gen))
-    if recipe == "row":
-        q = harness_quant.cast_to_int8(values, "row") if dtype == torch.int8 else harness_quant.cast_to_fp8(
-            values, (1, None), dtype=dtype)
-    else:
-        q = harness_quant.per_block_cast_to_fp8(values, BLOCK, dtype=dtype)
-    return Operand(q.data, q.scale.reshape(_weight_scale_shape(recipe, values.shape)))
+    codes, scale = _cast(recipe, values, dtype, weights=True)
+    return Operand(codes, scale)
+
+
+def _row_scale_argument(recipe: str, row_scales: torch.Tensor) -> torch.Tensor:
+    """Rows' scales [R, width] in the op's layout: [R] (row recipe) or [R, ceil(K/128)] (block)."""
+    return (row_scales[:, 0] if recipe == "row" else row_scales).contiguous()
 
 
 def gemm_kwargs(recipe: str, row_scales: torch.Tensor | None, weights: Operand) -> dict:
     """Scale arguments of the grouped GEMM for the dispatched rows' scales [sum M, width] and local weights."""
     if recipe == "none":
         return {}
-    if recipe == "row":
-        return {"scale_a": row_scales[:, 0].contiguous(), "scale_b": weights.scale[..., 0].contiguous(),
-                "out_dtype": SCALED_OUTPUT}
-    return {"scale_a": row_scales.contiguous(), "scale_b": weights.scale.contiguous(), "out_dtype": SCALED_OUTPUT}
+    return {"scale_a": _row_scale_argument(recipe, row_scales), "scale_b": weights.scale.contiguous(),
+            "out_dtype": SCALED_OUTPUT}
 
 
 def reference_operand(recipe: str, op: Operand, *, weights: bool):
-    """What ``ckgemm.testing.reference`` multiplies: the plain tensor, or the codes with their scales
-    (activations [R, K]; weights [E, N, K] or one expert's [N, K])."""
+    """What ``ckgemm.testing.reference`` multiplies: the plain tensor, or a (codes, scale) pair in the op's
+    layout (activations [R, K]; weights [E, N, K] or one expert's [N, K])."""
     if recipe == "none":
         return op.data
-    shape = tuple(op.data.shape)
-    fmt = str(op.data.dtype).replace("torch.", "")
-    if recipe == "row":
-        return Quantized(op.data, op.scale.reshape(*shape[:-1], 1), (1, shape[-1]), fmt, shape)
-    return Quantized(op.data, op.scale, (BLOCK, BLOCK) if weights else (1, BLOCK), fmt, shape)
+    return op.data, op.scale if weights else _row_scale_argument(recipe, op.scale)
 
 
 def output_dtype(recipe: str, rule_output: torch.dtype) -> torch.dtype:

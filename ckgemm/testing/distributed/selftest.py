@@ -43,8 +43,10 @@ class FaultOutcome:
                 "failing ranks": self.failing_ranks, "ok": self.ok}
 
 
-def fault_config(world_size: int, mode: str, dtype: str = "bf16") -> MoEConfig:
-    return MoEConfig(experts=max(8, 2 * world_size), dtype=dtype, mode=mode)
+def fault_config(world_size: int, mode: str, dtype: str = "bf16", quant: str = "none") -> MoEConfig:
+    """A fault's case: ``dtype`` unscaled, or fp8 when the fault needs a scaled recipe."""
+    return MoEConfig(experts=max(8, 2 * world_size), dtype=dtype if quant == "none" else "fp8", quant=quant,
+                     mode=mode)
 
 
 def fault_plan(names=None, modes=("exact", "numeric"), *, backend: str = "gloo") -> list[tuple[str, str]]:
@@ -62,7 +64,7 @@ def run_self_test(world: World, *, seed: int, names=None, modes=("exact", "numer
     outcomes = []
     for name, mode in fault_plan(names, modes, backend=world.backend):
         spec = FAULTS[name]
-        cfg = fault_config(world.size, mode, dtype)
+        cfg = fault_config(world.size, mode, dtype, spec.quant)
         run_world = world
         scenario, case_steps = "balanced", steps
         if spec.own_world:
