@@ -20,7 +20,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 from ckgemm.testing import Report, device_info  # noqa: E402
-from ckgemm.testing.distributed.launch import init_from_env, launch, pick_backend  # noqa: E402
+from ckgemm.testing.distributed.launch import exit_rank, init_from_env, launch, pick_backend  # noqa: E402
 from ckgemm.testing.distributed.verdict import gather_to_rank0  # noqa: E402
 from grouped_gemm_cli.args import parse_args  # noqa: E402
 from grouped_gemm_cli.bad_input import run_bad_inputs  # noqa: E402
@@ -76,7 +76,10 @@ def main(argv=None) -> int:
     launch_opts, rest = split_argv(sys.argv[1:] if argv is None else argv)
     args = parse_args(rest)
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # under torchrun
-        return 1 if run_shard(init_from_env(launch_opts.comm, launch_opts.timeout), args)["failures"] else 0
+        world = init_from_env(launch_opts.comm, launch_opts.timeout)
+        failures = run_shard(world, args)["failures"]
+        dist.barrier(group=world.control)
+        exit_rank(1 if failures else 0)
     outcomes = launch(run_shard, launch_opts.nproc or 1, args, backend=pick_backend(launch_opts.comm),
                       timeout_s=launch_opts.timeout, deadline_s=3600)
     for o in outcomes:

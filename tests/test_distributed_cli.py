@@ -1,6 +1,6 @@
-"""The command line, once for real (``python -m ckgemm.testing.distributed --nproc 2``: a self-started gloo
-world running cases, the fault self-test and the benchmark, with a JSON report) and once in this process at
-world size 1 with a GEMM that cannot run here, which must fail the run with a non-zero exit."""
+"""The command line: once self-started (``--nproc 2``: cases, the fault self-test and the benchmark, with a
+JSON report), once under torchrun (env:// rendezvous, a rank per process), and once in this process at world
+size 1 with a GEMM that cannot run here, which must fail the run with a non-zero exit."""
 from __future__ import annotations
 
 import json
@@ -39,6 +39,16 @@ def test_cli_self_started_world_runs_cases_faults_and_bench(tmp_path):
     assert {r["fault"] for r in faults} == set(FAULTS) and all(r["passed"] for r in faults)
     bench = [r for r in rows if r["op"] == "ep_bench"]
     assert len(bench) == 2 * 2 and all(set(PHASES) <= set(r["phases_ms"]) for r in bench)
+
+
+def test_cli_under_torchrun():
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",
+           "ckgemm.testing.distributed", "--scenario", "zero-token-rank", "--dtype", "int8", "--steps", "1"]
+    run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "world 2 on gloo" in run.stdout and "ALL PASSED" in run.stdout
+    assert run.stdout.count("zero-token-rank int8 exact") == 2  # one summary row per rank, printed by rank 0
 
 
 def test_cli_exits_non_zero_when_a_rank_fails(capsys):

@@ -15,6 +15,7 @@ import ckgemm
 from ckgemm.testing.data import poisoned
 from ckgemm.testing.distributed import FAULTS, SCENARIOS, grid, launch, run_flow, run_in_process, run_self_test
 from ckgemm.testing.distributed.config import Case, MoEConfig
+from ckgemm.testing.distributed.exchange import SplitMismatch, handshake
 from ckgemm.testing.distributed.flow import run_case
 from support import BASE_SEED
 
@@ -51,8 +52,21 @@ def gemm_that_raises(a, b, sizes, *, out, **scales):
     raise RuntimeError("kernel launch failed")
 
 
+def _handshake_raises_everywhere(world) -> str:
+    """Rank 0 expects one row too many from the last rank: every rank must raise, before any data moves."""
+    sends = [3] * world.size
+    expects = [3] * world.size
+    if world.rank == 0:
+        expects[-1] += 1
+    try:
+        handshake(sends, expects, world.group, world.device)
+    except SplitMismatch as exc:
+        return str(exc)
+    return "no error"
+
+
 def _world_body(world):
-    print(f"[seed] distributed flow: {SEED} (world {world.size})")
+    handshake_error = _handshake_raises_everywhere(world)
     sizes = {"experts": max(8, 2 * world.size)}
     clean = run_flow(world, grid(tuple(SCENARIOS), DTYPES, MODES, sizes=sizes, quants=QUANTS, steps=3), seed=SEED)
     counting = CountingGemm()
@@ -61,11 +75,13 @@ def _world_body(world):
               "skips last group": run_case(world, Case("balanced", bf16, 2), seed=SEED, gemm=gemm_skipping_last_group),
               "raises": run_case(world, Case("balanced", bf16, 2), seed=SEED, gemm=gemm_that_raises)}
     faults = run_self_test(world, seed=SEED, names=FAULTS_IN_WORLD)
-    return {"clean": clean, "custom": custom, "gemm_calls": counting.calls, "faults": faults}
+    return {"clean": clean, "custom": custom, "gemm_calls": counting.calls, "faults": faults,
+            "handshake": handshake_error}
 
 
 @pytest.fixture(scope="module", params=(2, 4), ids=lambda w: f"world{w}")
 def world_run(request):
+    print(f"[seed] distributed flow: {SEED} (world {request.param}; CKGEMM_SEED sets it)")
     start = time.perf_counter()
     outcomes = launch(_world_body, request.param, timeout_s=30, deadline_s=150)
     failed = [f"rank {o.rank}: {o.error}" for o in outcomes if not o.ok]
@@ -83,6 +99,13 @@ def test_every_scenario_dtype_and_mode_passes(world_run):
     for r in lead:
         assert r.passed, "\n".join(f"rank {row['rank']}: {row['stage']}: {row['detail']}" for row in r.rows)
         assert r.steps_run == 4  # 3 steps with fresh tokens, then the rerun of step 0
+
+
+def test_a_split_mismatch_raises_on_every_rank(world_run):
+    last = len(world_run) - 1
+    for v in world_run:
+        assert v["handshake"].startswith("split handshake failed on rank(s) [0]"), v["handshake"]
+    assert f"rank {last} announces 3 rows, the count exchange made rank 0 expect 4" in world_run[0]["handshake"]
 
 
 def test_every_rank_reaches_the_same_verdicts(world_run):
@@ -139,14 +162,28 @@ def test_skipped_collective_times_out_and_every_rank_fails_at_the_handshake():
     assert elapsed < 20, f"the skipped collective took {elapsed:.1f} s to detect"
 
 
+def _world_eight_body(world):
+    return run_flow(world, grid(("balanced", "empty-rank"), ("bf16", "fp8"), MODES, sizes={"experts": 16}, steps=2),
+                    seed=SEED)
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 8, reason="world size 8 needs 8 cores (one rank each)")
+def test_world_size_eight():
+    outcomes = launch(_world_eight_body, 8, timeout_s=60, deadline_s=120)
+    assert all(o.ok for o in outcomes), [o.error for o in outcomes if not o.ok]
+    assert all(r.passed for r in outcomes[0].value), [(r.case, r.stage) for r in outcomes[0].value]
+
+
 def _world_one_body(world):
-    return run_flow(world, grid(tuple(SCENARIOS), DTYPES, MODES, steps=2), seed=SEED)
+    return run_flow(world, grid(tuple(SCENARIOS), DTYPES, MODES, steps=2), seed=SEED), run_self_test(world, seed=SEED)
 
 
 def test_world_size_one_runs_in_process():
-    results = run_in_process(_world_one_body)
+    results, faults = run_in_process(_world_one_body)
     assert len(results) == len(SCENARIOS) * len(DTYPES) * len(MODES)
     assert all(r.passed for r in results), [(r.case, r.stage, r.local["detail"]) for r in results if not r.passed]
+    assert {o.fault for o in faults} == {n for n, f in FAULTS.items() if f.min_world == 1}
+    assert all(o.ok for o in faults), [o.row() for o in faults if not o.ok]
     assert not dist.is_initialized()
 
 

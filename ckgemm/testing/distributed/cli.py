@@ -8,13 +8,14 @@ import os
 import sys
 
 import torch
+import torch.distributed as dist
 
 from ..device_info import device_name
 from ..report import Report
 from .bench import bench_layer, bench_text
 from .config import DTYPE_NAMES, MODES, QUANTS, Case, grid
 from .flow import run_flow
-from .launch import init_from_env, launch, pick_backend, run_in_process
+from .launch import exit_rank, init_from_env, launch, pick_backend, run_in_process
 from .router import SCENARIOS
 from .selftest import run_self_test
 from .verdict import summary_table
@@ -144,7 +145,10 @@ def main(argv=None) -> int:
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # under torchrun: this process is one rank
         if args.nproc is not None:
             print("note: --nproc is ignored under torchrun", file=sys.stderr)
-        return 0 if rank_main(init_from_env(args.comm, args.timeout), args)["passed"] else 1
+        world = init_from_env(args.comm, args.timeout)
+        passed = rank_main(world, args)["passed"]
+        dist.barrier(group=world.control)  # nobody leaves while rank 0 still gathers
+        exit_rank(0 if passed else 1)
     backend = pick_backend(args.comm)
     nproc = args.nproc or 1
     if nproc == 1:

@@ -18,18 +18,19 @@ from ..data import poisoned
 
 
 class ExchangeError(RuntimeError):
-    """A collective of the layer failed; ``stage`` names the check stage it belongs to."""
+    """A phase of the layer failed; ``stage`` names the check stage it belongs to, ``broken`` says that a
+    collective failed with it, so the layer's process group cannot be trusted any more."""
 
-    def __init__(self, stage: str, message: str):
+    def __init__(self, stage: str, message: str, broken: bool):
         super().__init__(message)
-        self.stage = stage
+        self.stage, self.broken = stage, broken
 
 
 class SplitMismatch(ExchangeError):
-    """Ranks disagree on split sizes; raised on every rank, before any data moves."""
+    """Ranks disagree on split sizes; raised on every rank, before any data moves (the group stays usable)."""
 
     def __init__(self, message: str):
-        super().__init__("handshake", message)
+        super().__init__("handshake", message, broken=False)
 
 
 def wire_view(t: torch.Tensor) -> torch.Tensor:

@@ -4,7 +4,7 @@ flow's checks must catch, and catch at the stage meant for it.
 Faults are switched on only through the ``faults=`` argument of ``EPMoE`` / ``run_flow`` (never an
 environment variable, never by default). Each one misbehaves on one rank (``FAULTS[name].rank``; -1 is the
 last rank) and records whether it changed anything: a fault that changed nothing proves nothing, and the
-self-test fails it as such.
+self-test fails it as such. Faults that need peers (``min_world=2``) are left out at world size 1.
 
 | fault | the bug | caught by |
 |---|---|---|
@@ -34,19 +34,20 @@ class FaultSpec:
     numeric_only: bool = False  # exact mode catches it earlier (any drift is a GEMM mismatch there)
     quant: str = "none"  # the recipe it needs (scales to misplace); its self-test case uses fp8
     own_world: bool = False  # it breaks the process group, so it runs last, alone
+    min_world: int = 1  # 2: it needs peers (one source: rank-major order is expert-major, no split to shift)
 
 
 FAULTS = {f.name: f for f in (
     FaultSpec("swapped_experts", "GEMM"),
-    FaultSpec("off_by_one_split", "handshake"),
+    FaultSpec("off_by_one_split", "handshake", min_world=2),
     FaultSpec("dropped_token", "counts"),
     FaultSpec("stale_buffer", "row contents"),
-    FaultSpec("skipped_reorder", "token order"),
-    FaultSpec("unreordered_scales", "row contents", quant="block"),
-    FaultSpec("skipped_return_reorder", "returned rows"),
+    FaultSpec("skipped_reorder", "token order", min_world=2),
+    FaultSpec("unreordered_scales", "row contents", quant="block", min_world=2),
+    FaultSpec("skipped_return_reorder", "returned rows", min_world=2),
     FaultSpec("wrong_combine_weight", "combine"),
     FaultSpec("rerun_drift", "rerun determinism", numeric_only=True),
-    FaultSpec("skipped_collective", "handshake", rank=-1, own_world=True),
+    FaultSpec("skipped_collective", "handshake", rank=-1, own_world=True, min_world=2),
 )}
 
 

@@ -75,6 +75,15 @@ def init_from_env(comm: str = "auto", timeout_s: float = 120) -> World:
                       timeout_s, int(os.environ.get("LOCAL_RANK", 0)))
 
 
+def exit_rank(status: int) -> None:
+    """End a rank's process without tearing its process groups down: after a failed collective (and at
+    interpreter exit, with gloo's threads still running) their destructors can block on peers that left
+    or abort the process. Everything the rank reports is flushed first."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
 def _rank_main(rank, size, store, backend, timeout_s, threads, fn, args, conn):
     status = 0
     try:
@@ -86,10 +95,7 @@ def _rank_main(rank, size, store, backend, timeout_s, threads, fn, args, conn):
         conn.send(RankOutcome(rank, False, error=traceback.format_exc()))
     finally:
         conn.close()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        # No teardown: after a failed collective the group's destructor can block on peers that left.
-        os._exit(status)
+        exit_rank(status)
 
 
 def launch(fn, world_size: int, *args, backend: str = "gloo", start_method: str | None = None,

@@ -23,12 +23,15 @@ from ...dtypes import rule_for
 from ..data import poisoned
 from . import recipes
 from .batch import LocalTokens
-from .exchange import ExchangeError, ReceiveBuffer, SplitMismatch, all_to_all_rows, exchange_counts, handshake
+from .exchange import ExchangeError, ReceiveBuffer, all_to_all_rows, exchange_counts, handshake
 from .faults import Injector
 from .recipes import Operand
 
 PHASES = ("count exchange", "dispatch", "GEMM", "return", "combine")
-_PHASE_STAGE = {"count exchange": "handshake", "dispatch": "row contents", "return": "returned rows"}
+# The check stage a failure in each phase is reported at; phases with collectives break the group when they fail.
+_PHASE_STAGE = {"count exchange": "handshake", "dispatch": "row contents", "GEMM": "GEMM", "return": "returned rows",
+                "combine": "combine"}
+_COLLECTIVE_PHASES = ("count exchange", "dispatch", "return")
 
 
 def default_gemm(backend: str | None = None):
@@ -67,7 +70,7 @@ class Trace:
     gemm_error: str | None = None
     returned: torch.Tensor | None = None  # [T, topk, N]: the GEMM row of each (token, slot), back home
     out: torch.Tensor | None = None  # [T, N] float32
-    error: tuple[str, str] | None = None  # (stage, message) of a failed collective
+    error: tuple[str, str] | None = None  # (stage, message) of a phase that raised
     broken: bool = False  # a collective failed other than by a handshake mismatch: the group is unusable
     skipped: bool = False
     times: dict = field(default_factory=dict)  # phase -> seconds
@@ -96,8 +99,9 @@ class EPMoE:
             yield
         except ExchangeError:
             raise
-        except Exception as exc:  # noqa: BLE001 - a failed collective becomes a named, reported stage
-            raise ExchangeError(_PHASE_STAGE.get(name, name), f"{name}: {type(exc).__name__}: {exc}") from exc
+        except Exception as exc:  # noqa: BLE001 - a failed phase becomes a named, reported stage
+            raise ExchangeError(_PHASE_STAGE[name], f"{name}: {type(exc).__name__}: {exc}",
+                                broken=name in _COLLECTIVE_PHASES) from exc
         finally:
             if self.sync_phases and self.weights.data.is_cuda:
                 torch.cuda.synchronize()
@@ -120,14 +124,10 @@ class EPMoE:
                 self._gemm(trace)
             with self._phase(trace, "return"):
                 self._return(perm, send[1], tokens, trace)
-        except SplitMismatch as exc:
-            trace.error = (exc.stage, str(exc))
-            return trace
+            with self._phase(trace, "combine"):
+                trace.out = self._combine(trace.returned, self.faults.combine_weights(tokens.weights))
         except ExchangeError as exc:
-            trace.error, trace.broken = (exc.stage, str(exc)), True
-            return trace
-        with self._phase(trace, "combine"):
-            trace.out = self._combine(trace.returned, self.faults.combine_weights(tokens.weights))
+            trace.error, trace.broken = (exc.stage, str(exc)), exc.broken
         return trace
 
     def _count_exchange(self, tokens: LocalTokens, trace: Trace):
