@@ -175,12 +175,13 @@ def test_world_size_eight():
 
 
 def _world_one_body(world):
-    return run_flow(world, grid(tuple(SCENARIOS), DTYPES, MODES, steps=2), seed=SEED), run_self_test(world, seed=SEED)
+    cases = grid(tuple(SCENARIOS), DTYPES + ("fp16",), MODES, quants=QUANTS, steps=2)
+    return run_flow(world, cases, seed=SEED), run_self_test(world, seed=SEED)
 
 
 def test_world_size_one_runs_in_process():
     results, faults = run_in_process(_world_one_body)
-    assert len(results) == len(SCENARIOS) * len(DTYPES) * len(MODES)
+    assert len(results) == len(SCENARIOS) * (len(DTYPES) + 4) * len(MODES)  # + fp16, fp8/row, int8/row, fp8/block
     assert all(r.passed for r in results), [(r.case, r.stage, r.local["detail"]) for r in results if not r.passed]
     assert {o.fault for o in faults} == {n for n, f in FAULTS.items() if f.min_world == 1}
     assert all(o.ok for o in faults), [o.row() for o in faults if not o.ok]

@@ -163,3 +163,19 @@ def test_cli_rejects_unknown_names(capsys):
     assert exc.value.code == 2 and "unknown ['nope']" in capsys.readouterr().err
     args = parse_args(["--dtype", "all", "--mode", "numeric"])
     assert args.dtypes == ["bf16", "fp16", "fp8", "int8"] and args.modes == ["numeric"]
+
+
+def test_a_failed_phase_is_reported_at_its_own_stage():
+    """A dispatch collective that raised leaves no received rows; the verdict must name the dispatch's stage
+    (row contents), not the first stage that finds its input missing."""
+    from ckgemm.testing.distributed.layer import Trace
+
+    cfg = MoEConfig()
+    batch = make_batch(cfg, "balanced", BASE_SEED, 0, 2, "cpu")
+    exp = expected_for_rank(batch, make_expert_weights(cfg, BASE_SEED, "cpu"), cfg, 0, 2)
+    trace = Trace(send_counts=exp.send_counts, recv_counts=exp.recv_counts,
+                  error=("row contents", "dispatch: RuntimeError: Timed out"), broken=True)
+    verdict = checks.check_step(trace, exp, cfg)
+    assert (verdict.stage, verdict.detail) == ("row contents", "dispatch: RuntimeError: Timed out")
+    trace.recv_counts = exp.recv_counts + 1  # wrong counts that did arrive still fail first, at their stage
+    assert checks.check_step(trace, exp, cfg).stage == "counts"

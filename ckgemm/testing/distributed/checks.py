@@ -179,6 +179,8 @@ def _check_combine(trace: Trace, exp: Expected, cfg: MoEConfig, worst: dict) -> 
 
 _STAGE_CHECKS = (("counts", _check_counts), ("token order", _check_order), ("row contents", _check_rows),
                  ("GEMM", _check_gemm), ("returned rows", _check_returned), ("combine", _check_combine))
+_STAGE_INPUT = {"counts": "recv_counts", "token order": "tags", "row contents": "rows", "GEMM": "gemm_out",
+                "returned rows": "returned", "combine": "out"}  # the trace field each stage judges
 
 
 def check_step(trace: Trace, exp: Expected, cfg: MoEConfig) -> LocalVerdict:
@@ -189,6 +191,8 @@ def check_step(trace: Trace, exp: Expected, cfg: MoEConfig) -> LocalVerdict:
     for stage, run in _STAGE_CHECKS:
         if trace.error is not None and trace.error[0] == stage:
             return LocalVerdict(stage, trace.error[1], worst)
+        if trace.error is not None and getattr(trace, _STAGE_INPUT[stage]) is None:
+            continue  # a phase failed before producing this stage's input: the failure names its own stage
         try:
             problem = run(trace, exp, cfg, worst)
         except Exception as exc:  # noqa: BLE001 - a check that cannot run on what arrived is that stage failing

@@ -141,11 +141,16 @@ def _collect(pipes, procs, deadline: float) -> list[RankOutcome]:
     return [outcomes[r] for r in range(len(procs))]
 
 
-def run_in_process(fn, *args, backend: str = "gloo", timeout_s: float = 60):
-    """World size 1 in this process (no fork): init, run ``fn(world, *args)``, tear down."""
+def run_in_process(fn, *args, backend: str = "gloo", timeout_s: float = 60, threads: int | None = 1):
+    """World size 1 in this process (no fork): init, run ``fn(world, *args)``, tear down. ``threads``: intra-op
+    threads while it runs (restored after; None leaves them): the flow's small tensors only lose from more."""
+    saved = torch.get_num_threads()
     with tempfile.TemporaryDirectory(prefix="ckgemm_ep_") as tmp:
         world = init_world(0, 1, f"file://{os.path.join(tmp, 'store')}", backend, timeout_s)
         try:
+            if threads is not None:
+                torch.set_num_threads(threads)
             return fn(world, *args)
         finally:
+            torch.set_num_threads(saved)
             dist.destroy_process_group()

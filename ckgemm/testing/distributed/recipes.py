@@ -82,7 +82,7 @@ def quantize_activations(recipe: str, values: torch.Tensor, dtype: torch.dtype, 
     if exact:
         return Operand(values.to(dtype), _powers_of_two((rows, scale_width(recipe, values.shape[1])), gen))
     codes, scale = _cast(recipe, values, dtype, weights=False)
-    return Operand(codes, scale.reshape(rows, -1))
+    return Operand(codes, scale.reshape(rows, scale_width(recipe, values.shape[1])))
 
 
 def quantize_weights(recipe: str, values: torch.Tensor, dtype: torch.dtype, *, exact: bool,
