@@ -148,6 +148,8 @@ def test_faults_are_off_unless_named():
     assert injector.dropped_token(order, torch.tensor([0, 0, 1, 1]), counts) == (order, counts)
     on_rank_1 = faults.Injector(["dropped_token", "skipped_collective"], rank=1, world=2)
     assert on_rank_1.active == {"skipped_collective"}  # dropped_token misbehaves on rank 0 only
+    assert faults.check_fault_names("stale-buffer") == ("stale_buffer",)  # one name, not its letters
+    assert router.scenario_named("zero_token_rank").idle_last_rank
 
 
 def test_grid_covers_every_cell_and_leaves_out_what_a_recipe_cannot_take():

@@ -132,7 +132,7 @@ def rank_main(world, args) -> dict:
             if lead:
                 print(bench_text(summary), flush=True)
                 report.add(op="ep_bench", backend=args.backend or "auto", dtype=case.config.label,
-                           shape=case.scenario, passed=True, **{k: v for k, v in summary.items() if k != "per_rank"})
+                           shape=case.scenario, passed=True, **summary)
     if lead:
         print("ALL PASSED" if passed else "FAILED", flush=True)
         if args.json:

@@ -52,7 +52,9 @@ FAULTS = {f.name: f for f in (
 
 
 def check_fault_names(names) -> tuple[str, ...]:
-    names = tuple(names or ())
+    """Known fault names (``swapped-experts`` and ``swapped experts`` also name ``swapped_experts``)."""
+    names = (names,) if isinstance(names, str) else tuple(names or ())
+    names = tuple(n.replace("-", "_").replace(" ", "_") for n in names)
     unknown = [n for n in names if n not in FAULTS]
     if unknown:
         raise ValueError(f"unknown fault(s) {unknown}; known: {sorted(FAULTS)}")

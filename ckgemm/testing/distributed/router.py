@@ -40,8 +40,9 @@ SCENARIOS = {s.name: s for s in (
 
 
 def scenario_named(name: str) -> Scenario:
+    """The scenario of that name (``zero_token_rank`` also names ``zero-token-rank``)."""
     try:
-        return SCENARIOS[name]
+        return SCENARIOS[name.replace("_", "-")]
     except KeyError:
         raise ValueError(f"unknown scenario {name!r}; known: {sorted(SCENARIOS)}") from None
 
