@@ -12,8 +12,7 @@ Modules, in data-flow order: ``config`` (cases), ``router`` (scenarios, seeded t
 ``reference``, ``checks``, ``verdict``, ``flow`` (one rank's run), ``selftest``, ``bench``, ``launch``
 (worlds), ``cli`` (``python -m ckgemm.testing.distributed``).
 
-Importing this package does not import ``torch.distributed`` collectives into ``ckgemm.testing``'s
-namespace: import it as ``ckgemm.testing.distributed`` when you need it.
+``import ckgemm.testing`` does not load this package (it needs ``torch.distributed``); import it by name.
 """
 from .config import Case, MoEConfig, grid
 from .faults import FAULTS
