@@ -55,7 +55,7 @@ def run_shard(world, args) -> dict:
         rows.append(_cell_row(world, name, layout, item, outcome, args.backend))
     if world.rank == 0 and (args.bad_input or args.smoke):
         rows += [{"op": "bad_input", "backend": args.backend or "auto", "dtype": "", "shape": case, "passed": ok,
-                  "rank": 0} for case, ok, _ in run_bad_inputs(plan.device, args.seed)]
+                  "rank": 0} for case, ok, _ in run_bad_inputs(plan.device, args.seed, backend=args.backend)]
     failures = torch.tensor([sum(not r["passed"] for r in rows)], dtype=torch.int64)
     dist.all_reduce(failures, group=world.control)
     gathered = gather_to_rank0(rows, world.control, world.rank, world.size)
