@@ -15,7 +15,7 @@ import ckgemm
 from ckgemm.testing.data import poisoned
 from ckgemm.testing.distributed import FAULTS, SCENARIOS, grid, launch, run_flow, run_in_process, run_self_test
 from ckgemm.testing.distributed.config import Case, MoEConfig
-from ckgemm.testing.distributed.exchange import SplitMismatch, handshake
+from ckgemm.testing.distributed.exchange import SplitMismatch, handshake, wire_view
 from ckgemm.testing.distributed.flow import run_case
 from support import BASE_SEED
 
@@ -210,6 +210,10 @@ def test_launcher_reports_ranks_that_die_or_raise():
     assert raised[0].ok and not raised[1].ok and "ValueError: rank 1 refuses" in raised[1].error
 
 
-def test_poisoned_receive_buffers_hold_nan_for_fp8():
-    # fp8 travels as a uint8 view; the poison must still read back as NaN in the fp8 dtype
-    assert bool(torch.isnan(poisoned((2, 3), torch.float8_e4m3fn).float()).all())
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e4m3fnuz])
+def test_fp8_travels_as_bytes_and_its_poison_survives(dtype):
+    buffer = poisoned((2, 3), dtype)
+    wire = wire_view(buffer)
+    assert wire.dtype == torch.uint8 and wire.data_ptr() == buffer.data_ptr()  # a view: the receive writes fp8
+    assert bool(torch.isnan(wire.view(dtype).float()).all())
+    assert wire_view(poisoned((2, 3), torch.bfloat16)).dtype == torch.bfloat16
