@@ -113,15 +113,15 @@ def rank_main(world, args) -> dict:
     passed = all(r.passed for r in results) and not any(r.broken for r in results)
     for r in results:
         for row in r.rows or []:
-            report.add(op="ep_moe", backend=args.backend or "auto", dtype=r.case.split(" ", 1)[1],
-                       shape=r.case.split(" ")[0], passed=r.passed, **{k: v for k, v in row.items() if k != "case"})
+            report.add(op="ep_moe", backend=args.backend or "auto", dtype=r.label, shape=r.scenario, passed=r.passed,
+                       **{k: v for k, v in row.items() if k != "case"})
     if lead:
         print(summary_table([row for r in results for row in r.rows or []]), flush=True)
     if args.self_test:
         outcomes = run_self_test(world, seed=args.seed, backend=args.backend)
         passed &= all(o.ok for o in outcomes)
         for o in outcomes:
-            report.add(op="ep_fault", backend=args.backend or "auto", dtype="bf16", shape=o.fault, passed=o.ok,
+            report.add(op="ep_fault", backend=args.backend or "auto", dtype=o.label, shape=o.fault, passed=o.ok,
                        **{k: v for k, v in o.row().items() if k != "ok"})
         if lead:
             print(Report(rows=[o.row() for o in outcomes]).table(), flush=True)

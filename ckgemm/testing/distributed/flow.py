@@ -21,7 +21,9 @@ from .verdict import gather_to_rank0, world_verdict
 
 @dataclass
 class CaseResult:
-    case: str
+    case: str  # "<scenario> <label>"
+    scenario: str
+    label: str  # MoEConfig.label: dtype, recipe, mode
     stage: str | None  # the world's verdict: earliest failed stage on any rank, None when all passed
     failing_ranks: list[int]
     steps_run: int  # including the rerun
@@ -73,7 +75,7 @@ def run_case(world: World, case: Case, *, seed: int, gemm=None, backend: str | N
             break
     row = _summary_row(case, world, local, trace, step + 1, verdict.stage)
     rows = gather_to_rank0(row, world.control, rank, size) if gather else None
-    return CaseResult(case.name, verdict.stage, verdict.failing_ranks, step + 1, verdict.applied, verdict.broken,
+    return CaseResult(case.name, case.scenario, cfg.label, verdict.stage, verdict.failing_ranks, step + 1, verdict.applied, verdict.broken,
                       row, rows, times)
 
 

@@ -29,6 +29,7 @@ SKIP_TIMEOUT_S = 3.0
 class FaultOutcome:
     fault: str
     mode: str
+    label: str  # the case's MoEConfig.label
     expected: str  # the stage meant to catch it
     stage: str | None  # the stage that reported it first (world verdict)
     applied: bool  # it changed something
@@ -76,6 +77,6 @@ def run_self_test(world: World, *, seed: int, names=None, modes=("exact", "numer
             run_world, scenario, case_steps = replace(world, group=group), "zero-token-rank", 1
         result = run_case(run_world, Case(scenario, cfg, case_steps), seed=seed, gemm=gemm, backend=backend,
                           faults=(name,))
-        outcomes.append(FaultOutcome(name, mode, spec.stage, result.stage, result.applied.get(name, False),
+        outcomes.append(FaultOutcome(name, mode, cfg.label, spec.stage, result.stage, result.applied.get(name, False),
                                      result.failing_ranks, result.local["detail"]))
     return outcomes
