@@ -121,8 +121,9 @@ def test_scenarios_move_the_traffic_they_promise(world_run):
     assert rows[("zero-token-rank bf16 exact", last)]["received"] > 0
     assert rows[("empty-rank bf16 exact", last)]["received"] == 0
     assert rows[("empty-rank bf16 exact", last)]["sent"] > 0
-    empty = [n for rank in range(len(world_run)) for n in rows[("empty-expert int8 exact", rank)]["rows per local expert"]]
-    assert 0 in empty
+    per_expert = [n for rank in range(len(world_run))
+                  for n in rows[("empty-expert int8 exact", rank)]["rows per local expert"]]
+    assert 0 in per_expert
 
 
 @pytest.mark.parametrize("fault", [n for n in FAULTS_IN_WORLD])

@@ -47,8 +47,7 @@ def _summary_row(case: Case, world: World, verdict: LocalVerdict, trace, steps: 
             "world stage": world_stage, "detail": verdict.detail, "worst": verdict.worst}
 
 
-def run_case(world: World, case: Case, *, seed: int, gemm=None, backend: str | None = None, faults=(),
-             gather: bool = True) -> CaseResult:
+def run_case(world: World, case: Case, *, seed: int, gemm=None, backend: str | None = None, faults=()) -> CaseResult:
     cfg = case.config
     check_recipe(cfg.quant, cfg.dtype)
     if case.steps < 1:
@@ -74,9 +73,9 @@ def run_case(world: World, case: Case, *, seed: int, gemm=None, backend: str | N
         if verdict.failed:
             break
     row = _summary_row(case, world, local, trace, step + 1, verdict.stage)
-    rows = gather_to_rank0(row, world.control, rank, size) if gather else None
-    return CaseResult(case.name, case.scenario, cfg.label, verdict.stage, verdict.failing_ranks, step + 1, verdict.applied, verdict.broken,
-                      row, rows, times)
+    rows = gather_to_rank0(row, world.control, rank, size)
+    return CaseResult(case.name, case.scenario, cfg.label, verdict.stage, verdict.failing_ranks, step + 1,
+                      verdict.applied, verdict.broken, row, rows, times)
 
 
 def run_flow(world: World, cases, *, seed: int, gemm=None, backend: str | None = None, faults=()) -> list[CaseResult]:
