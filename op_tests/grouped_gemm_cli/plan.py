@@ -85,3 +85,10 @@ def make_plan(args) -> Plan:
     layouts = ("RC", "RR") if args.layout == "all" else (args.layout,)
     items = smoke_items() if args.smoke else user_items(args)
     return Plan(device, dtypes_for(args.dtype, device), layouts, tuple(items))
+
+
+def cells(plan: Plan) -> list[tuple[str, torch.dtype, str, Item]]:
+    """Every (dtype name, dtype, layout, item) of a plan, in the order test_grouped_gemm.py runs them; a
+    sharded run (test_grouped_gemm_sharded.py) takes every world-th one."""
+    return [(name, dtype, layout, item) for name, dtype in plan.dtypes for layout in plan.layouts
+            for item in plan.items]
