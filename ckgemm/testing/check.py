@@ -1,7 +1,9 @@
 """``check``: one call that compares a kernel's outputs with a reference and hard-fails with a report.
 
-Tolerances are explicit, or derived per group from the dtypes, that group's K and its max|ref| (CK-tile's
-model, see ``numeric.tolerance``). Integer outputs are compared exactly. NaN never passes. An optional
+Tolerances are explicit; or derived per group from the dtypes, that group's K and its max|ref| (CK-tile's
+model, see ``numeric.tolerance``) when ``in_dtype`` and ``k`` are given; or, with neither, the defaults of
+``torch.testing.assert_close`` for the two dtypes (``ASSERT_CLOSE_DEFAULTS``), so ``check(out, ref)`` works
+for comparisons that are not GEMMs. Integer outputs are compared exactly. NaN never passes. An optional
 ``calc_diff`` bound is a second criterion that every group must also meet.
 """
 from __future__ import annotations
@@ -85,6 +87,22 @@ def _row(g: GroupCheck) -> list[str]:
             "-" if g.diff is None else f"{g.diff:.3g}", "ok" if g.passed else "FAIL"]
 
 
+# torch.testing.assert_close's default (rtol, atol) per dtype; dtypes not listed (integers, bool, the fp8
+# formats) compare exactly, as there. When out and ref differ in dtype, the looser of the two applies.
+ASSERT_CLOSE_DEFAULTS = {
+    torch.float16: (1e-3, 1e-5),
+    torch.bfloat16: (1.6e-2, 1e-5),
+    torch.float32: (1.3e-6, 1e-5),
+    torch.float64: (1e-7, 1e-7),
+}
+
+
+def default_tolerance(out_dtype: torch.dtype, ref_dtype: torch.dtype) -> tuple[float, float]:
+    """``torch.testing.assert_close``'s default (rtol, atol) for comparing these two dtypes."""
+    pairs = [ASSERT_CLOSE_DEFAULTS.get(d, (0.0, 0.0)) for d in (out_dtype, ref_dtype)]
+    return max(p[0] for p in pairs), max(p[1] for p in pairs)
+
+
 def _per_group(value, count: int, what: str) -> list:
     if isinstance(value, (list, tuple)):
         if len(value) != count:
@@ -118,8 +136,10 @@ def check(out, ref, *, rtol=None, atol=None, in_dtype: torch.dtype | None = None
     Tolerances, per group:
       - integer outputs: exact (any non-zero ``rtol``/``atol`` is an error);
       - ``rtol`` and ``atol`` given (floats, or one per group): used as given;
-      - otherwise derived from ``in_dtype``, ``out.dtype``, ``acc_dtype`` (default: the dtype table's
-        accumulator), the group's ``k`` (int, or one per group) and the group's max|ref|.
+      - ``in_dtype`` and ``k`` given: derived from ``in_dtype``, ``out.dtype``, ``acc_dtype`` (default: the
+        dtype table's accumulator), the group's ``k`` (int, or one per group) and the group's max|ref|;
+      - none of these: ``torch.testing.assert_close``'s defaults for out's and ref's dtypes
+        (``default_tolerance``; fp8 outputs, like integers, then compare exactly).
     ``max_diff``: also require ``calc_diff(out, ref) <= max_diff`` in every group.
     Returns the ``CheckReport`` when everything passes.
     """
@@ -129,6 +149,9 @@ def check(out, ref, *, rtol=None, atol=None, in_dtype: torch.dtype | None = None
         raise ValueError(f"check: {len(outs)} outputs but {len(refs)} references")
     if (rtol is None) != (atol is None):
         raise ValueError("check: give both rtol and atol, or neither (then in_dtype and k derive them)")
+    if (in_dtype is None) != (k is None) and rtol is None:
+        raise ValueError("check: give in_dtype and k together (the GEMM-aware tolerance needs both), or neither "
+                         "for torch.testing.assert_close's defaults")
     n = len(outs)
     rtols, atols, ks = _per_group(rtol, n, "rtol"), _per_group(atol, n, "atol"), _per_group(k, n, "k")
     groups = []
@@ -156,6 +179,8 @@ def _group_tolerances(name, g, o, r, rt, at, in_dtype, k, acc_dtype, k_batch) ->
         if not (math.isfinite(rt) and math.isfinite(at)) or rt < 0 or at < 0:
             raise ValueError(f"check {name!r}: group {g}: tolerances must be finite and >= 0, got {rt}, {at}")
         return float(rt), float(at)
+    if in_dtype is None and k is None:
+        return default_tolerance(o.dtype, r.dtype)
     if in_dtype is None or k is None:
-        raise ValueError(f"check {name!r}: give rtol and atol, or in_dtype and k to derive them per group")
+        raise ValueError(f"check {name!r}: group {g}: k is missing for this group (give one K per group)")
     return group_tolerance(o, r, in_dtype, int(k), acc_dtype, k_batch)
