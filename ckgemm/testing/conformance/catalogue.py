@@ -14,9 +14,9 @@ from .. import shapes
 from ..shapes import Case
 
 TIERS = {
-    "smoke": dict(n=256, k=256, tile=128, groups=4, m=128, experts=64, expert_n=256, expert_k=256, tokens=1024,
-                  huge=1024, long=(2, 32, 64, 16384), int8=(2, 32, 64, 4096), poison=(6, 48),
-                  graph=(40, 0, 17, 64, 3, 4), hetero=(5, (1, 160), (16, 320), (16, 320))),
+    "smoke": dict(n=128, k=192, tile=128, groups=4, m=64, experts=32, expert_n=128, expert_k=192, tokens=512,
+                  huge=768, long=(2, 16, 64, 16384), int8=(2, 16, 64, 4096), poison=(6, 40),
+                  graph=(40, 0, 17, 64, 3, 4), hetero=(5, (1, 160), (16, 256), (16, 256))),
     "full": dict(n=4096, k=7168, tile=128, groups=8, m=512, experts=256, expert_n=512, expert_k=7168, tokens=16384,
                  huge=32768, long=(2, 256, 512, 32768), int8=(2, 256, 512, 8192), poison=(8, 512),
                  graph=(300, 0, 1000, 77, 1, 2048, 0, 500), hetero=(8, (1, 2048), (128, 4096), (128, 4096))),
