@@ -77,14 +77,14 @@ def run_check(ctx: Context, check: Check) -> Row:
     row = Row(check.id, check.title, check.purpose, ctx.kernel.form, ctx.kernel.layout, ctx.dtype_name, ctx.recipe,
               "n/a", seed=case_seed(ctx, check))
     unmet = [why for key, why in _reasons(ctx).items() if key in check.requires]
-    case = check.build(ctx.tier, ctx.kernel.form, row.seed)
-    if case is None:
-        unmet.append("list form only (per-group N and K)" if ctx.kernel.form == "packed" else "packed form only")
-    if unmet:
-        row.detail = "; ".join(unmet)
-        return row
-    row.case = case.id
     try:
+        case = check.build(ctx.tier, ctx.kernel.form, row.seed)
+        if case is None:
+            unmet.append("list form only (per-group N and K)" if ctx.kernel.form == "packed" else "packed form only")
+        if unmet:
+            row.detail = "; ".join(unmet)
+            return row
+        row.case = case.id
         ops = operands.build(case, ctx.kernel.form, ctx.kernel.layout, ctx.dtype, ctx.recipe, row.seed, ctx.device,
                              out_dtype=ctx.out_dtype, values=check.values)
         RUNNERS[check.kind](ctx, check, ops, row)

@@ -117,7 +117,7 @@ def _kernels(args, spec: str) -> list:
 
 
 def make_plan(args) -> Plan:
-    if not args.op:
+    if args.op is None:
         raise UsageError("--op is required (pkg.module:function or a built-in adapter name)")
     if args.iters < 1 or args.warmup < 0:
         raise UsageError("--iters must be >= 1 and --warmup >= 0")

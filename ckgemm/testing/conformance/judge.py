@@ -26,9 +26,12 @@ def max_diff(out_dtype: torch.dtype) -> float:
     return MAX_DIFF.get(out_dtype, 5e-6)
 
 
-def judge(outs, refs, ops) -> tuple[bool, str, dict, str]:
-    """(passed, one-line reason when not, metrics, the full per-group report when not)."""
-    if outs and outs[0].is_cuda:
+def judge(outs, refs, ops, *, on_device: bool | None = None) -> tuple[bool, str, dict, str]:
+    """(passed, one-line reason when not, metrics, the full per-group report when not). ``on_device``:
+    compare with ``gpu_verify`` where the tensors are (default: when they are on a GPU)."""
+    if on_device is None:
+        on_device = bool(outs) and outs[0].is_cuda
+    if on_device:
         ok, detail, metrics = _on_device(outs, refs, ops)
         if ok or sum(o.numel() for o in outs) > CPU_REPORT_LIMIT:
             return ok, detail, metrics, ""
