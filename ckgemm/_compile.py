@@ -1,5 +1,5 @@
 """torch.compile support: the packed form as one opaque custom op, so Dynamo traces a single node
-(fullgraph=True works) whatever the backend does inside (host planning, native launches)."""
+(fullgraph=True works) whatever the backend does inside (validation, routing, native launches)."""
 from __future__ import annotations
 
 from typing import Optional
@@ -9,29 +9,48 @@ import torch
 from .dtypes import rule_for
 
 
+def _out_dtype(a: torch.Tensor, scale_a, out_dtype):
+    if scale_a is not None:
+        return out_dtype or torch.bfloat16
+    rule = rule_for(a.dtype)
+    return rule.output if rule is not None else a.dtype
+
+
 @torch.library.custom_op("ckgemm::grouped_gemm_packed", mutates_args=())
-def packed_op(a: torch.Tensor, b: torch.Tensor, group_sizes: torch.Tensor, layout: str,
-              backend: Optional[str], check_sizes: Optional[bool]) -> torch.Tensor:
+def packed_op(a: torch.Tensor, b: torch.Tensor, group_sizes: torch.Tensor, layout: Optional[str],
+              backend: Optional[str], check_sizes: Optional[bool], scale_a: Optional[torch.Tensor],
+              scale_b: Optional[torch.Tensor], out_dtype: Optional[torch.dtype]) -> torch.Tensor:
     from .ops import grouped_gemm_packed
 
-    return grouped_gemm_packed(a, b, group_sizes, layout=layout, backend=backend, check_sizes=check_sizes)
+    return grouped_gemm_packed(a, b, group_sizes, layout=layout, backend=backend, check_sizes=check_sizes,
+                               scale_a=scale_a, scale_b=scale_b, out_dtype=out_dtype)
 
 
 @packed_op.register_fake
-def _packed_fake(a, b, group_sizes, layout, backend, check_sizes):
-    rule = rule_for(a.dtype)
-    n = b.shape[1] if layout == "RC" else b.shape[2]
-    return a.new_empty((a.shape[0], n), dtype=rule.output if rule is not None else a.dtype)
+def _packed_fake(a, b, group_sizes, layout, backend, check_sizes, scale_a, scale_b, out_dtype):
+    n = b.shape[2] if layout == "RR" else b.shape[1]
+    return a.new_empty((a.shape[0], n), dtype=_out_dtype(a, scale_a, out_dtype))
 
 
 @torch.library.custom_op("ckgemm::grouped_gemm_packed_out", mutates_args=("out",))
-def packed_out_op(a: torch.Tensor, b: torch.Tensor, group_sizes: torch.Tensor, out: torch.Tensor, layout: str,
-                  backend: Optional[str], check_sizes: Optional[bool]) -> None:
+def packed_out_op(a: torch.Tensor, b: torch.Tensor, group_sizes: torch.Tensor, out: torch.Tensor,
+                  layout: Optional[str], backend: Optional[str], check_sizes: Optional[bool],
+                  scale_a: Optional[torch.Tensor], scale_b: Optional[torch.Tensor],
+                  out_dtype: Optional[torch.dtype]) -> None:
     from .ops import grouped_gemm_packed
 
-    grouped_gemm_packed(a, b, group_sizes, layout=layout, out=out, backend=backend, check_sizes=check_sizes)
+    grouped_gemm_packed(a, b, group_sizes, layout=layout, out=out, backend=backend, check_sizes=check_sizes,
+                        scale_a=scale_a, scale_b=scale_b, out_dtype=out_dtype)
 
 
 @packed_out_op.register_fake
-def _packed_out_fake(a, b, group_sizes, out, layout, backend, check_sizes):
+def _packed_out_fake(a, b, group_sizes, out, layout, backend, check_sizes, scale_a, scale_b, out_dtype):
     return None
+
+
+def packed(a, b, group_sizes, layout, out, backend, check_sizes, scale_a, scale_b, out_dtype):
+    """The compiled-graph form of ``ops.grouped_gemm_packed`` (``b`` must be a tensor here)."""
+    if out is None:
+        return packed_op(a, b, group_sizes, layout, backend, check_sizes, scale_a, scale_b, out_dtype)
+    packed_out_op(a, b, group_sizes, out, layout, backend, check_sizes, scale_a, scale_b, out_dtype)
+    return out

@@ -30,7 +30,7 @@ class Rows(NamedTuple):
 
 
 def rows_of(name: str, t: torch.Tensor) -> Rows | None:
-    """Row model of a 1-D, 2-D or 3-D tensor whose innermost stride is 1; None if it holds no element.
+    """Row model of a 0-D, 1-D, 2-D or 3-D tensor whose innermost stride is 1; None if it holds no element.
     (Called on every validated call: few tensor attribute reads, no tensor ops.)"""
     shape = tuple(t.shape)
     if 0 in shape:
@@ -38,6 +38,8 @@ def rows_of(name: str, t: torch.Tensor) -> Rows | None:
     stride = t.stride()
     es = t.element_size()
     base = t.data_ptr()
+    if len(shape) == 0:  # a scalar (a tensor-recipe scale)
+        return Rows(name, base, 1, 0, es)
     if len(shape) == 1:
         return Rows(name, base, 1, 0, shape[0] * es)
     if len(shape) == 3:

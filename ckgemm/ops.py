@@ -1,7 +1,8 @@
-"""Public API: validate, choose a backend, run, and record what ran.
+"""Public API: pick the backend, run the call, record what ran.
 
-Data flows one way: API -> validate -> choose backend -> backend -> outputs. A packed call that was
-validated and planned before with the same metadata goes straight to the launch (``_plan_cache``).
+Native backends: each form is one native op that validates, routes and launches in C++; a call it
+rejects is re-validated here by ``validate.py``, which raises the message (so both paths raise the same
+exception and text, and nothing is written). The torch reference: validate, then compute.
 """
 from __future__ import annotations
 
@@ -10,25 +11,31 @@ from dataclasses import dataclass
 
 import torch
 
-from . import _compile, _plan_cache, backends, validate
+from . import _compile, backends, prepack, validate
+from .backends.routes import REJECTED_MARK
+from .errors import InternalError
 
 
 @dataclass(frozen=True)
 class Dispatch:
-    """What the last call ran: the op, the backend, and the path each group took."""
+    """What the last call ran: the op, the backend, the path each group took, the scale recipe and the
+    output dtype."""
 
     op: str
     backend: str
     layout: str
     dtype: str
     paths: tuple[str, ...]
+    recipe: str = "none"
+    out_dtype: str = ""
 
     def __str__(self) -> str:
         counts: dict[str, int] = {}
         for p in self.paths:
             counts[p] = counts.get(p, 0) + 1
         summary = ", ".join(f"{p} x{c}" for p, c in counts.items())
-        return f"{self.op}[{self.backend}, {self.dtype}, {self.layout}]: {summary}"
+        scaled = f", {self.recipe} scales -> {self.out_dtype}" if self.recipe != "none" else ""
+        return f"{self.op}[{self.backend}, {self.dtype}, {self.layout}{scaled}]: {summary}"
 
 
 _LAST = threading.local()
@@ -37,45 +44,96 @@ _LAST = threading.local()
 def last_dispatch() -> Dispatch | None:
     """The dispatch record of the last ckgemm call on this thread (None before the first).
 
-    For the packed form with group sizes on a GPU (not read back), the per-group paths name the kernel
-    path for every group, empty ones included: which groups were empty is known only on the device."""
+    Native calls record route codes in C++ (decoded here, on demand). For the packed form with group
+    sizes on a GPU (not read back), every group shows the kernel path, empty ones included: which
+    groups were empty is known only on the device."""
+    native = getattr(_LAST, "native", None)
+    if native is not None:
+        op, dtype, layout, recipe, out, paths = native.last_dispatch_fields()
+        _LAST.dispatch, _LAST.native = Dispatch(op, native.NAME, layout, dtype, paths, recipe, out), None
     return getattr(_LAST, "dispatch", None)
 
 
 def _record(op, module, problem, paths) -> None:
-    _LAST.dispatch = Dispatch(op, module.NAME, problem.layout, problem.rule.name, tuple(paths))
+    _LAST.native = None
+    _LAST.dispatch = Dispatch(op, module.NAME, problem.layout, problem.rule.name, tuple(paths), problem.recipe,
+                              str(problem.output).replace("torch.", ""))
 
 
-def grouped_gemm(a_list, b_list, *, layout: str = "RC", backend: str | None = None) -> list[torch.Tensor]:
+def _explain(op: str, exc: Exception, validator) -> None:
+    """A native call raised: re-run the Python validator, which raises the user-facing error when the
+    call is invalid (plus the native kernels' 32-bit size limit). If it accepts a call the native
+    validator rejected, that is ckgemm's own bug."""
+    problem = validator()
+    shapes = problem.shapes if hasattr(problem, "shapes") else [(problem.rows, problem.n, problem.k)]
+    validate.check_native_limits(op, shapes)
+    if REJECTED_MARK in str(exc):
+        raise InternalError(f"ckgemm's native validator rejected a call that ckgemm/validate.py accepts; please "
+                            f"report this: {str(exc).splitlines()[0]}") from exc
+    raise exc
+
+
+def grouped_gemm(a_list, b_list, *, layout: str | None = None, backend: str | None = None, scale_a=None,
+                 scale_b=None, out_dtype: torch.dtype | None = None) -> list[torch.Tensor]:
     """C[i] = A[i] @ op(B[i]) for each group; allocates and returns the outputs.
 
-    ``layout="RC"``: b[i] stored [N, K] (C = A @ B^T). ``layout="RR"``: b[i] stored [K, N].
+    ``layout="RC"`` (default): b[i] stored [N, K] (C = A @ B^T). ``layout="RR"``: b[i] stored [K, N].
+    ``scale_a``/``scale_b`` (fp8, int8): lists of per-group float32 scales of one recipe (README); the
+    output is then ``out_dtype`` (default bfloat16). ``b_list`` may be a ``ckgemm.prepack`` result.
     """
-    problem = validate.validate_list("grouped_gemm", a_list, b_list, layout)
+    op = "grouped_gemm"
+    b_list, layout, scale_b = prepack.unwrap(op, b_list, layout, scale_b)
+    native = backends.native_for(backend, a_list[0]) if _first_ok(a_list) else None
+    if native is not None:
+        try:
+            outs = native.grouped_gemm(a_list, b_list, scale_a, scale_b, layout, out_dtype)
+        except (RuntimeError, TypeError, ValueError) as exc:
+            _explain(op, exc, lambda: validate.validate_list(op, a_list, b_list, layout, scale_a, scale_b,
+                                                             out_dtype))
+        _LAST.native = native
+        return outs
+    problem = validate.validate_list(op, a_list, b_list, layout, scale_a, scale_b, out_dtype)
     module = backends.select(backend, problem.device)
-    c_list = [torch.empty((m, n), dtype=problem.rule.output, device=problem.device) for m, n, _ in problem.shapes]
-    _record("grouped_gemm", module, problem, module.run_list(problem, a_list, b_list, c_list))
+    c_list = [torch.empty((m, n), dtype=problem.output, device=problem.device) for m, n, _ in problem.shapes]
+    _record(op, module, problem, module.run_list(problem, a_list, b_list, c_list, scale_a, scale_b))
     return c_list
 
 
-def grouped_gemm_out(a_list, b_list, c_list, *, layout: str = "RC", backend: str | None = None) -> list[torch.Tensor]:
+def grouped_gemm_out(a_list, b_list, c_list, *, layout: str | None = None, backend: str | None = None,
+                     scale_a=None, scale_b=None, out_dtype: torch.dtype | None = None) -> list[torch.Tensor]:
     """Like ``grouped_gemm`` but writes into caller-allocated outputs and returns them.
 
-    c[i] must be [M_i, N_i] with the output dtype, on the inputs' device, innermost stride 1; its
-    leading stride may exceed N_i (a view of a larger buffer). Only the [M_i, N_i] view is written.
+    c[i] must be [M_i, N_i] with the output dtype (scaled calls: ``out_dtype`` if given, else the
+    outputs' own bfloat16/float16/float32), on the inputs' device, innermost stride 1; its leading
+    stride may exceed N_i (a view of a larger buffer). Only the [M_i, N_i] view is written.
     """
     op = "grouped_gemm_out"
-    problem = validate.validate_list(op, a_list, b_list, layout)
-    validate.validate_outputs(op, problem, c_list, a_list, b_list)
+    b_list, layout, scale_b = prepack.unwrap(op, b_list, layout, scale_b)
+
+    def check():
+        problem = validate.validate_list(op, a_list, b_list, layout, scale_a, scale_b, out_dtype, True)
+        return validate.validate_outputs(op, problem, c_list, a_list, b_list, scale_a, scale_b)
+
+    native = backends.native_for(backend, a_list[0]) if _first_ok(a_list) else None
+    if native is not None:
+        try:
+            native.grouped_gemm_out(a_list, b_list, c_list, scale_a, scale_b, layout, out_dtype)
+        except (RuntimeError, TypeError, ValueError) as exc:
+            _explain(op, exc, check)
+        _LAST.native = native
+        return list(c_list)
+    problem = check()
     module = backends.select(backend, problem.device)
-    _record(op, module, problem, module.run_list(problem, a_list, b_list, c_list))
+    _record(op, module, problem, module.run_list(problem, a_list, b_list, c_list, scale_a, scale_b))
     return list(c_list)
 
 
-def grouped_gemm_packed(a, b, group_sizes, *, layout: str = "RC", out: torch.Tensor | None = None,
-                        backend: str | None = None, check_sizes: bool | None = None) -> torch.Tensor:
-    """MoE form: ``a`` is [sum(M_i), K]; ``b`` is [G, N, K] (RC) or [G, K, N] (RR); ``group_sizes`` an
-    int32/int64 tensor [G] of rows per group, in order. Returns ``out`` [sum(M_i), N].
+def grouped_gemm_packed(a, b, group_sizes, *, layout: str | None = None, out: torch.Tensor | None = None,
+                        backend: str | None = None, check_sizes: bool | None = None, scale_a=None, scale_b=None,
+                        out_dtype: torch.dtype | None = None) -> torch.Tensor:
+    """MoE form: ``a`` is [sum(M_i), K]; ``b`` is [G, N, K] (RC) or [G, K, N] (RR) or a ``prepack``
+    result; ``group_sizes`` an int32/int64 tensor [G] of rows per group, in order. Returns ``out``
+    [sum(M_i), N]. Scales (fp8, int8) per the README's recipes; output ``out_dtype`` (default bfloat16).
 
     Group sizes on the CPU are checked on the host. Sizes on a GPU are not read back unless
     ``check_sizes=True`` (one host sync): the native backends check them on the device instead
@@ -83,25 +141,37 @@ def grouped_gemm_packed(a, b, group_sizes, *, layout: str = "RC", out: torch.Ten
     free of host syncs and can be captured in a CUDA/HIP graph.
     """
     if torch.compiler.is_compiling():  # one opaque node for Dynamo; the eager path runs inside it
-        if out is None:
-            return _compile.packed_op(a, b, group_sizes, layout, backend, check_sizes)
-        _compile.packed_out_op(a, b, group_sizes, out, layout, backend, check_sizes)
-        return out
+        return _compile.packed(a, b, group_sizes, layout, out, backend, check_sizes, scale_a, scale_b, out_dtype)
     op = "grouped_gemm_packed"
-    key = _plan_cache.key(a, b, group_sizes, layout, out, backend, check_sizes)
-    known = _plan_cache.lookup(key)
-    if known is not None:  # this exact call validated and planned before: launch it
-        out = _plan_cache.replay(known, a, b, group_sizes, out)
-        _LAST.dispatch = known.dispatch
+    b, layout, scale_b = prepack.unwrap(op, b, layout, scale_b)
+
+    def check():
+        return validate.validate_packed(op, a, b, group_sizes, layout, out, check_sizes, scale_a, scale_b, out_dtype)
+
+    native = backends.native_for(backend, a) if type(a) is torch.Tensor and not check_sizes else None
+    if native is not None:
+        try:
+            if out is None:
+                out = native.grouped_gemm_packed(a, b, group_sizes, scale_a, scale_b, layout, out_dtype)
+            else:
+                native.grouped_gemm_packed_out(a, b, group_sizes, out, scale_a, scale_b, layout, out_dtype)
+        except (RuntimeError, TypeError, ValueError) as exc:
+            _explain(op, exc, check)
+        _LAST.native = native
         return out
-    problem = validate.validate_packed(op, a, b, group_sizes, layout, out, check_sizes)
+    problem = check()
     module = backends.select(backend, problem.device)
+    if getattr(module, "native", False):  # check_sizes=True: the sizes were read and checked on the host
+        return grouped_gemm_packed(a, b, group_sizes, layout=layout, out=out, backend=backend, scale_a=scale_a,
+                                   scale_b=scale_b, out_dtype=out_dtype)
     if out is None:
-        out = torch.empty((problem.rows, problem.n), dtype=problem.rule.output, device=problem.device)
-    direct: list = []
-    _record(op, module, problem, module.run_packed(problem, a, b, group_sizes, out, direct))
-    _plan_cache.store(key, direct, problem, _LAST.dispatch)
+        out = torch.empty((problem.rows, problem.n), dtype=problem.output, device=problem.device)
+    _record(op, module, problem, module.run_packed(problem, a, b, group_sizes, out, scale_a, scale_b))
     return out
+
+
+def _first_ok(seq) -> bool:
+    return type(seq) in (list, tuple) and len(seq) > 0 and isinstance(seq[0], torch.Tensor)
 
 
 # aiter-style names kept for existing users.

@@ -1,8 +1,11 @@
-"""Input validation for every public op. It runs before any backend, so the CPU reference enforces
-exactly what the GPU backends enforce, and a bad call never writes into caller outputs.
+"""Input validation for every public op: the specification of what a call may be, and the source of
+every error message. The torch backend runs it before computing; the native backends run their C++
+port (csrc/common/validate.h) and, when that rejects a call, run this module to raise the message
+(ckgemm/ops.py), so both paths raise the same exception with the same text and nothing is written.
 
-Each error names the op, the group, the tensor (a/b/c/out/group_sizes), its shape, dtype, stride and
-device, and the rule it breaks.
+Each error names the op, the group, the tensor (a/b/c/out/group_sizes/scale_a/scale_b), its shape,
+dtype, stride and device, and the rule it breaks (``CkgemmError.rule``, ``.group``). The order of the
+checks is part of the contract: validate.h checks in the same order, so both report the same first rule.
 """
 from __future__ import annotations
 
@@ -10,22 +13,31 @@ from dataclasses import dataclass
 
 import torch
 
-from . import _overlap
+from . import _overlap, validate_scales
+from ._checks import check_sequence, check_tensor, fail
 from .dtypes import DtypeRule, device_family, rule_for, supported_input_dtypes
-from .errors import InvalidArgumentError, InvalidTypeError, describe
+from .errors import InvalidArgumentError, InvalidTypeError, Rule
 
 LAYOUTS = ("RC", "RR")
 B_STORAGE = {"RC": "[N, K]", "RR": "[K, N]"}
+MAX_DIM = 2**31 - 1  # the native kernels' per-group M, N and K are 32-bit
 
 
 @dataclass(frozen=True)
 class ListProblem:
-    """A validated list-form call: one dtype rule, one device, per-group (M, N, K)."""
+    """A validated list-form call: one dtype rule, one device, per-group (M, N, K), the scale recipe
+    ("none", "tensor", "row" or "block") and the output dtype."""
 
     rule: DtypeRule
     device: torch.device
     layout: str
     shapes: tuple[tuple[int, int, int], ...]
+    recipe: str = "none"
+    out_dtype: torch.dtype | None = None
+
+    @property
+    def output(self) -> torch.dtype:
+        return self.out_dtype if self.out_dtype is not None else self.rule.output
 
 
 @dataclass(frozen=True)
@@ -41,48 +53,34 @@ class PackedProblem:
     n: int
     k: int
     sizes: tuple[int, ...] | None
+    recipe: str = "none"
+    out_dtype: torch.dtype | None = None
 
-
-def _fail(op: str, group: int | None, name: str, t: torch.Tensor | None, rule: str, cls=InvalidArgumentError):
-    where = f"group {group}: " if group is not None else ""
-    what = f"{name} ({describe(t)})" if isinstance(t, torch.Tensor) else name
-    raise cls(f"{op}: {where}{what}: {rule}")
+    @property
+    def output(self) -> torch.dtype:
+        return self.out_dtype if self.out_dtype is not None else self.rule.output
 
 
 def check_layout(op: str, layout) -> str:
+    if layout is None:
+        return "RC"
     if not isinstance(layout, str) or layout not in LAYOUTS:
         raise InvalidArgumentError(
             f"{op}: unknown layout {layout!r}; expected one of {LAYOUTS} "
-            f"(RC: b stored [N, K], C = A @ B^T; RR: b stored [K, N], C = A @ B)"
-        )
+            f"(RC: b stored [N, K], C = A @ B^T; RR: b stored [K, N], C = A @ B)", rule=Rule.LAYOUT)
     return layout
-
-
-def _check_tensor(op, group, name, t, ndim: int) -> None:
-    if not isinstance(t, torch.Tensor):
-        raise InvalidTypeError(
-            f"{op}: " + (f"group {group}: " if group is not None else "")
-            + f"{name} is a {type(t).__name__}, not a torch.Tensor"
-        )
-    shape = t.shape
-    if len(shape) != ndim:
-        _fail(op, group, name, t, f"must be {ndim}-D, got {len(shape)}-D")
-    if shape[-1] > 1 and t.stride(-1) != 1 and 0 not in shape:
-        _fail(op, group, name, t, "innermost stride must be 1 (row-major rows); call .contiguous() first")
-    if t.requires_grad and torch.is_grad_enabled():
-        _fail(op, group, name, t, "requires grad, but ckgemm ops are not differentiable; "
-              "wrap the call in torch.no_grad() or detach the inputs")
 
 
 def _check_dtype(op, group, name, t) -> DtypeRule:
     rule = rule_for(t.dtype)
     if rule is None:
         supported = ", ".join(str(d).replace("torch.", "") for d in supported_input_dtypes())
-        _fail(op, group, name, t, f"unsupported dtype {t.dtype}; supported inputs: {supported}", InvalidTypeError)
+        fail(op, group, name, t, f"unsupported dtype {t.dtype}; supported inputs: {supported}",
+             Rule.DTYPE_UNSUPPORTED, InvalidTypeError)
     family = device_family(t.device)
     if family not in rule.families:
-        _fail(op, group, name, t, f"{t.dtype} is not the fp8 flavour of device {t.device} (family {family}); "
-              f"that device uses {_fp8_for_family(family)}", InvalidTypeError)
+        fail(op, group, name, t, f"{t.dtype} is not the fp8 flavour of device {t.device} (family {family}); "
+             f"that device uses {_fp8_for_family(family)}", Rule.FP8_FLAVOUR, InvalidTypeError)
     return rule
 
 
@@ -95,119 +93,160 @@ def _fp8_for_family(family: str) -> str:
 
 def _check_pair(op, group, a, b, layout, device, rule) -> tuple[int, int, int]:
     if a.device != device:
-        _fail(op, group, f"a[{group}]", a, f"is on {a.device}, but the call's tensors are on {device}")
+        fail(op, group, f"a[{group}]", a, f"is on {a.device}, but the call's tensors are on {device}", Rule.DEVICE)
     if b.device != device:
-        _fail(op, group, f"b[{group}]", b, f"is on {b.device}, but a[{group}] is on {device}")
+        fail(op, group, f"b[{group}]", b, f"is on {b.device}, but a[{group}] is on {device}", Rule.DEVICE)
     if b.dtype != a.dtype:
-        _fail(op, group, f"b[{group}]", b, f"dtype {b.dtype} differs from a[{group}] dtype {a.dtype}", InvalidTypeError)
+        fail(op, group, f"b[{group}]", b, f"dtype {b.dtype} differs from a[{group}] dtype {a.dtype}",
+             Rule.DTYPE_MISMATCH, InvalidTypeError)
     if a.dtype != rule.input:
-        _fail(op, group, f"a[{group}]", a, f"dtype {a.dtype} differs from group 0 dtype {rule.input}", InvalidTypeError)
+        fail(op, group, f"a[{group}]", a, f"dtype {a.dtype} differs from group 0 dtype {rule.input}",
+             Rule.DTYPE_MISMATCH, InvalidTypeError)
     m, k = a.shape
     n, kb = (b.shape[0], b.shape[1]) if layout == "RC" else (b.shape[1], b.shape[0])
     if kb != k:
-        _fail(op, group, f"b[{group}]", b, f"K mismatch: a[{group}] is [M, K] = {tuple(a.shape)} (K={k}) but "
-              f"b[{group}] with layout {layout} is stored {B_STORAGE[layout]} and has K={kb}")
+        fail(op, group, f"b[{group}]", b, f"K mismatch: a[{group}] is [M, K] = {tuple(a.shape)} (K={k}) but "
+             f"b[{group}] with layout {layout} is stored {B_STORAGE[layout]} and has K={kb}", Rule.K_MISMATCH)
     return m, n, k
 
 
-def _check_sequence(op, name, seq) -> None:
-    if isinstance(seq, torch.Tensor) or not isinstance(seq, (list, tuple)):
-        raise InvalidTypeError(f"{op}: {name} must be a list or tuple of 2-D tensors, got {type(seq).__name__}"
-                               + (" (use grouped_gemm_packed for a stacked tensor)" if isinstance(seq, torch.Tensor) else ""))
-    if len(seq) == 0:
-        raise InvalidArgumentError(f"{op}: {name} is empty; give at least one group")
-
-
-def validate_list(op: str, a_list, b_list, layout) -> ListProblem:
+def validate_list(op: str, a_list, b_list, layout, scale_a=None, scale_b=None, out_dtype=None,
+                  outputs_given: bool = False) -> ListProblem:
+    """Inputs of a list-form call (outputs are checked by ``validate_outputs``)."""
     layout = check_layout(op, layout)
-    _check_sequence(op, "a_list", a_list)
-    _check_sequence(op, "b_list", b_list)
+    check_sequence(op, "a_list", a_list)
+    check_sequence(op, "b_list", b_list)
     if len(a_list) != len(b_list):
-        raise InvalidArgumentError(f"{op}: a_list has {len(a_list)} groups but b_list has {len(b_list)}")
+        raise InvalidArgumentError(f"{op}: a_list has {len(a_list)} groups but b_list has {len(b_list)}",
+                                   rule=Rule.LIST_LENGTH)
     shapes = []
     rule = device = None
     for g, (a, b) in enumerate(zip(a_list, b_list)):
-        _check_tensor(op, g, f"a[{g}]", a, 2)
-        _check_tensor(op, g, f"b[{g}]", b, 2)
+        check_tensor(op, g, f"a[{g}]", a, 2)
+        check_tensor(op, g, f"b[{g}]", b, 2)
         group_rule = _check_dtype(op, g, f"a[{g}]", a)
         if rule is None:
             rule, device = group_rule, a.device
         shapes.append(_check_pair(op, g, a, b, layout, device, rule))
-    return ListProblem(rule, device, layout, tuple(shapes))
+    recipe = validate_scales.list_scales(op, rule, device, a_list, tuple(shapes), scale_a, scale_b)
+    out = validate_scales.output_dtype(op, rule, recipe, out_dtype, outputs_given)
+    return ListProblem(rule, device, layout, tuple(shapes), recipe, out)
 
 
-def _check_output(op, group, name, c, shape, problem_rule, device) -> None:
-    _check_tensor(op, group, name, c, 2)
+def _check_output(op, group, name, c, shape, dtype: torch.dtype, device, unscaled: DtypeRule | None) -> None:
+    check_tensor(op, group, name, c, 2)
     if tuple(c.shape) != tuple(shape):
-        _fail(op, group, name, c, f"must have shape {tuple(shape)} (M, N)")
-    if c.dtype != problem_rule.output:
-        _fail(op, group, name, c, f"must have dtype {problem_rule.output} for {problem_rule.input} inputs",
-              InvalidTypeError)
+        fail(op, group, name, c, f"must have shape {tuple(shape)} (M, N)", Rule.OUT_SHAPE)
+    if c.dtype != dtype:
+        why = (f"for {unscaled.input} inputs" if unscaled is not None else
+               "for this scaled call (out_dtype, else the first output's dtype if it is bfloat16, float16 or "
+               "float32, else bfloat16)")
+        fail(op, group, name, c, f"must have dtype {dtype} {why}", Rule.OUT_DTYPE, InvalidTypeError)
     if c.device != device:
-        _fail(op, group, name, c, f"is on {c.device}, but the inputs are on {device}")
+        fail(op, group, name, c, f"is on {c.device}, but the inputs are on {device}", Rule.DEVICE)
     if _overlap.rows_self_overlap(c):
-        _fail(op, group, name, c, f"leading stride {c.stride(0)} is smaller than N={c.shape[1]}: rows overlap")
+        fail(op, group, name, c, f"leading stride {c.stride(0)} is smaller than N={c.shape[1]}: rows overlap",
+             Rule.ROWS_OVERLAP)
 
 
-def validate_outputs(op: str, problem: ListProblem, c_list, a_list, b_list) -> None:
-    _check_sequence(op, "c_list", c_list)
+def _output_dtype_of(op, problem, first) -> torch.dtype:
+    """The outputs' dtype: the dtype table's for unscaled calls; for scaled calls out_dtype, or (when
+    not given) the first output's, which must be one the scaled kernels write."""
+    if problem.recipe == "none" or problem.out_dtype is not None:
+        return problem.output
+    return validate_scales.scaled_output_of(op, first)
+
+
+def validate_outputs(op: str, problem: ListProblem, c_list, a_list, b_list, scale_a=None, scale_b=None) -> ListProblem:
+    """Outputs of ``grouped_gemm_out``; returns the problem with the output dtype settled."""
+    check_sequence(op, "c_list", c_list)
     if len(c_list) != len(problem.shapes):
-        raise InvalidArgumentError(f"{op}: c_list has {len(c_list)} outputs but there are {len(problem.shapes)} groups")
+        raise InvalidArgumentError(f"{op}: c_list has {len(c_list)} outputs but there are {len(problem.shapes)} "
+                                   "groups", rule=Rule.LIST_LENGTH)
+    dtype = _output_dtype_of(op, problem, c_list[0])
+    unscaled = problem.rule if problem.recipe == "none" else None
     for g, (c, (m, n, _)) in enumerate(zip(c_list, problem.shapes)):
-        _check_output(op, g, f"c[{g}]", c, (m, n), problem.rule, problem.device)
+        _check_output(op, g, f"c[{g}]", c, (m, n), dtype, problem.device, unscaled)
     outs = [_overlap.rows_of(f"c[{g}]", c) for g, c in enumerate(c_list)]
     ins = [_overlap.rows_of(f"a[{g}]", a) for g, a in enumerate(a_list)]
     ins += [_overlap.rows_of(f"b[{g}]", b) for g, b in enumerate(b_list)]
+    for name, scales in (("scale_a", scale_a), ("scale_b", scale_b)):
+        ins += [_overlap.rows_of(f"{name}[{g}]", s) for g, s in enumerate(scales or ())]
     hit = _overlap.first_overlap(outs, ins)
     if hit is not None:
         raise InvalidArgumentError(f"{op}: output {hit[0]} overlaps {hit[1]} in memory; outputs must not alias "
-                                   "inputs or each other")
+                                   "inputs or each other", rule=Rule.OVERLAP)
+    return ListProblem(problem.rule, problem.device, problem.layout, problem.shapes, problem.recipe, dtype)
 
 
 def check_group_size_values(op: str, sizes, rows: int) -> None:
     """Host-side check of group size values: none negative, total equal to a's rows."""
     for g, s in enumerate(sizes):
         if s < 0:
-            raise InvalidArgumentError(f"{op}: group {g}: group_sizes[{g}] = {s} is negative")
+            raise InvalidArgumentError(f"{op}: group {g}: group_sizes[{g}] = {s} is negative",
+                                       rule=Rule.SIZE_NEGATIVE, group=g)
     total = sum(sizes)
     if total != rows:
-        raise InvalidArgumentError(f"{op}: group_sizes sum to {total} but a has {rows} rows; they must be equal")
+        raise InvalidArgumentError(f"{op}: group_sizes sum to {total} but a has {rows} rows; they must be equal",
+                                   rule=Rule.SIZES_SUM)
 
 
-def validate_packed(op: str, a, b, group_sizes, layout, out, check_sizes: bool | None) -> PackedProblem:
+def _check_group_sizes(op, group_sizes, groups, device) -> None:
+    if not isinstance(group_sizes, torch.Tensor):
+        raise InvalidTypeError(f"{op}: group_sizes is a {type(group_sizes).__name__}, not a torch.Tensor",
+                               rule=Rule.NOT_A_TENSOR)
+    if group_sizes.dtype not in (torch.int32, torch.int64):
+        fail(op, None, "group_sizes", group_sizes, "must be an int32 or int64 tensor", Rule.SIZES_DTYPE,
+             InvalidTypeError)
+    if group_sizes.dim() != 1 or group_sizes.shape[0] != groups:
+        fail(op, None, "group_sizes", group_sizes, f"must be 1-D of length G={groups} (b.shape[0])", Rule.SIZES_SHAPE)
+    if group_sizes.device.type != "cpu" and group_sizes.device != device:
+        fail(op, None, "group_sizes", group_sizes, f"must be on {device} (a's device) or on the CPU", Rule.DEVICE)
+    if groups == 0:
+        raise InvalidArgumentError(f"{op}: b has G=0 groups; give at least one group", rule=Rule.GROUPS_ZERO)
+
+
+def validate_packed(op: str, a, b, group_sizes, layout, out, check_sizes: bool | None, scale_a=None, scale_b=None,
+                    out_dtype=None) -> PackedProblem:
     layout = check_layout(op, layout)
-    _check_tensor(op, None, "a", a, 2)
-    _check_tensor(op, None, "b", b, 3)
+    check_tensor(op, None, "a", a, 2)
+    check_tensor(op, None, "b", b, 3)
     rule = _check_dtype(op, None, "a", a)
     device = a.device
     if b.device != device:
-        _fail(op, None, "b", b, f"is on {b.device}, but a is on {device}")
+        fail(op, None, "b", b, f"is on {b.device}, but a is on {device}", Rule.DEVICE)
     if b.dtype != a.dtype:
-        _fail(op, None, "b", b, f"dtype {b.dtype} differs from a dtype {a.dtype}", InvalidTypeError)
+        fail(op, None, "b", b, f"dtype {b.dtype} differs from a dtype {a.dtype}", Rule.DTYPE_MISMATCH, InvalidTypeError)
     rows, k = a.shape
     groups = b.shape[0]
     n, kb = (b.shape[1], b.shape[2]) if layout == "RC" else (b.shape[2], b.shape[1])
     if kb != k:
-        _fail(op, None, "b", b, f"K mismatch: a is [sum(M), K] = {tuple(a.shape)} (K={k}) but b with layout "
-              f"{layout} is stored [G, {B_STORAGE[layout][1:-1]}] and has K={kb}")
-    if not isinstance(group_sizes, torch.Tensor):
-        raise InvalidTypeError(f"{op}: group_sizes is a {type(group_sizes).__name__}, not a torch.Tensor")
-    if group_sizes.dtype not in (torch.int32, torch.int64):
-        _fail(op, None, "group_sizes", group_sizes, "must be an int32 or int64 tensor", InvalidTypeError)
-    if group_sizes.dim() != 1 or group_sizes.shape[0] != groups:
-        _fail(op, None, "group_sizes", group_sizes, f"must be 1-D of length G={groups} (b.shape[0])")
-    if group_sizes.device.type != "cpu" and group_sizes.device != device:
-        _fail(op, None, "group_sizes", group_sizes, f"must be on {device} (a's device) or on the CPU")
-    if groups == 0:
-        raise InvalidArgumentError(f"{op}: b has G=0 groups; give at least one group")
+        fail(op, None, "b", b, f"K mismatch: a is [sum(M), K] = {tuple(a.shape)} (K={k}) but b with layout "
+             f"{layout} is stored [G, {B_STORAGE[layout][1:-1]}] and has K={kb}", Rule.K_MISMATCH)
+    _check_group_sizes(op, group_sizes, groups, device)
+    recipe = validate_scales.packed_scales(op, rule, device, rows, groups, n, k, scale_a, scale_b)
+    out_dt = validate_scales.output_dtype(op, rule, recipe, out_dtype, out is not None)
+    problem = PackedProblem(rule, device, layout, groups, rows, n, k, None, recipe, out_dt)
     if out is not None:
-        _check_output(op, None, "out", out, (rows, n), rule, device)
-        hit = _overlap.first_overlap([_overlap.rows_of("out", out)],
-                                     [_overlap.rows_of("a", a), _overlap.rows_of("b", b)])
+        dtype = _output_dtype_of(op, problem, out)
+        _check_output(op, None, "out", out, (rows, n), dtype, device, rule if recipe == "none" else None)
+        ins = [_overlap.rows_of("a", a), _overlap.rows_of("b", b)]
+        ins += [_overlap.rows_of(name, s) for name, s in (("scale_a", scale_a), ("scale_b", scale_b)) if s is not None]
+        hit = _overlap.first_overlap([_overlap.rows_of("out", out)], ins)
         if hit is not None:
-            raise InvalidArgumentError(f"{op}: out overlaps {hit[1]} in memory; out must not alias the inputs")
+            raise InvalidArgumentError(f"{op}: out overlaps {hit[1]} in memory; out must not alias the inputs",
+                                       rule=Rule.OVERLAP)
+        out_dt = dtype
     sizes = None
     if group_sizes.device.type == "cpu" or check_sizes:
         sizes = tuple(int(s) for s in group_sizes.tolist())
         check_group_size_values(op, sizes, rows)
-    return PackedProblem(rule, device, layout, groups, rows, n, k, sizes)
+    return PackedProblem(rule, device, layout, groups, rows, n, k, sizes, recipe, out_dt)
+
+
+def check_native_limits(op: str, shapes) -> None:
+    """The native kernels index with 32-bit M, N, K (the torch backend has no such limit)."""
+    for g, (m, n, k) in enumerate(shapes):
+        if max(m, n, k) > MAX_DIM:
+            raise InvalidArgumentError(f"{op}: group {g}: a dimension of {m}x{n}x{k} exceeds 2^31-1, the native "
+                                       "kernels' 32-bit sizes; use backend='torch'", rule=Rule.TOO_LARGE, group=g)

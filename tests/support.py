@@ -85,3 +85,69 @@ def poison(shape, dtype, device="cpu") -> torch.Tensor:
     if dtype == torch.int32:
         return torch.full(shape, INT32_SENTINEL, dtype=dtype, device=device)
     return torch.full(shape, float("nan"), dtype=dtype, device=device)
+
+
+# ---- scaled low precision: inputs and an independent float64 product (no ckgemm or harness code) ----
+
+SCALED_BLOCK = 128
+
+
+def _blocks(x: int) -> int:
+    return -(-x // SCALED_BLOCK)
+
+
+def random_scales(recipe: str, m: int, n: int, k: int, gen: torch.Generator, packed_groups: int | None = None,
+                  dtype: torch.dtype = torch.float8_e4m3fn):
+    """(scale_a, scale_b) of one group (list form) in ckgemm's layouts, positive and spread over binades
+    (int8: small enough that full-range int8 sums stay inside float16). With ``packed_groups`` G, scale_b
+    gets the packed form's leading [G] (and scale_a covers ``m`` rows)."""
+    low, high = (-10, -6) if dtype == torch.int8 else (-4, 2)
+
+    def pos(*shape):
+        return torch.exp2(torch.randint(low, high, shape, generator=gen).float()) * (
+            1 + torch.rand(shape, generator=gen))
+    lead = () if packed_groups is None else (packed_groups,)
+    if recipe == "tensor":
+        return pos(), pos(*lead)
+    if recipe == "row":
+        return pos(m), pos(*lead, n)
+    return pos(m, _blocks(k)), pos(*lead, _blocks(n), _blocks(k))
+
+
+def scaled_exact(a, b, sa, sb, layout: str, recipe: str) -> torch.Tensor:
+    """float64 (A * sA) @ op(B * sB) for one group, B's scales in the logical [N, K] orientation."""
+    af = a.cpu().to(torch.float64)
+    bnk = (b if layout == "RC" else b.t()).cpu().to(torch.float64)  # logical [N, K]
+    m, k = af.shape
+    n = bnk.shape[0]
+    sa, sb = sa.cpu().to(torch.float64), sb.cpu().to(torch.float64)
+    if recipe == "tensor":
+        sa_full, sb_full = sa.expand(m, k), sb.expand(n, k)
+    elif recipe == "row":
+        sa_full, sb_full = sa.reshape(m, 1).expand(m, k), sb.reshape(n, 1).expand(n, k)
+    else:
+        cols = torch.arange(k) // SCALED_BLOCK
+        sa_full = sa[:, cols] if k else torch.zeros(m, 0, dtype=torch.float64)
+        sb_full = sb[torch.arange(n) // SCALED_BLOCK][:, cols] if k else torch.zeros(n, 0, dtype=torch.float64)
+    return (af * sa_full) @ (bnk * sb_full).t()
+
+
+def assert_scaled_matches(out, a, b, sa, sb, layout, recipe, what):
+    """Bound per element: half an ulp of the output plus fp32 accumulation of the scaled products
+    (K * 2^-24 * sum |a sA||b sB|, times 4 for the scale multiplies)."""
+    exact = scaled_exact(a, b, sa, sb, layout, recipe)
+    out = out.cpu()
+    assert out.shape == exact.shape, f"{what}: shape {tuple(out.shape)} != {tuple(exact.shape)}"
+    assert torch.isfinite(out).all(), f"{what}: {int((~torch.isfinite(out)).sum())} non-finite outputs"
+    af = a.cpu().to(torch.float64).abs()
+    bf = b.cpu().to(torch.float64).abs()
+    magnitude = scaled_exact(af, bf, sa, sb, layout, recipe)
+    k = a.shape[1]
+    half_ulp = 2.0 ** -(_OUT_MANTISSA[out.dtype] + 1)
+    bound = half_ulp * exact.abs() * 1.0001 + (k + 4) * 2.0**-24 * magnitude + 1e-30
+    err = (out.to(torch.float64) - exact).abs()
+    if (err > bound).any():
+        idx = int(torch.argmax(err - bound))
+        i, j = divmod(idx, exact.shape[1])
+        raise AssertionError(f"{what}: {int((err > bound).sum())} elements out of bound; worst at ({i}, {j}): "
+                             f"got {out[i, j].item()} exact {exact[i, j].item()} bound {bound[i, j].item():.3g}")

@@ -39,6 +39,7 @@ def test_fullgraph_compile_with_out_and_check_sizes():
 
 def test_opcheck_of_the_custom_ops():
     a, b, sizes = _inputs()
-    torch.library.opcheck(torch.ops.ckgemm.grouped_gemm_packed.default, (a, b, sizes, "RC", None, None))
+    torch.library.opcheck(torch.ops.ckgemm.grouped_gemm_packed.default, (a, b, sizes, "RC", None, None, None, None, None))
     out = torch.empty(30, 48, dtype=torch.bfloat16)
-    torch.library.opcheck(torch.ops.ckgemm.grouped_gemm_packed_out.default, (a, b, sizes, out, "RC", None, None))
+    torch.library.opcheck(torch.ops.ckgemm.grouped_gemm_packed_out.default, (a, b, sizes, out, "RC", None, None, None, None,
+                                                                                None))

@@ -126,9 +126,10 @@ def test_fp4_codes_ties_to_even_and_nibble_order():
 def test_int8_symmetric_round_trip(per):
     x = _wide_range((33, 65), f"int8-{per}")
     q = quant.cast_to_int8(x, per)
-    assert q.data.dtype == torch.int8 and tuple(q.scale.shape) == ((33, 1) if per == "row" else (1, 1))
+    # ckgemm's scale layouts: one per row [R], one per tensor []
+    assert q.data.dtype == torch.int8 and tuple(q.scale.shape) == ((33,) if per == "row" else ())
     assert int(q.data.abs().max()) == 127 and int(q.data.min()) >= -127
-    scale = quant.expand_scale(q.scale.double(), q.block, x.shape)
+    scale = quant.expand_scale(q.full_scale().double(), q.block, x.shape)
     err = (quant.dequant(q, torch.float64) - x.double()).abs()
     assert bool((err <= scale * (0.5 + 2.0**-16)).all())
     assert float((err / scale).max()) > 0.4
@@ -138,9 +139,38 @@ def test_int8_symmetric_round_trip(per):
 
 def test_quantized_unpacks_like_deepgemm_and_checks_input():
     x = _wide_range((4, 128), "unpack")
-    codes, scale = quant.per_token_cast_to_fp8(x)
+    q = quant.per_token_cast_to_fp8(x)
+    codes, scale = q
     assert codes.dtype == torch.float8_e4m3fn and scale.shape == (4, 1)
+    assert q[0] is codes and q[1] is scale and q[-1] is scale and len(q) == 2 and tuple(q[:1]) == (codes,)
     with pytest.raises(ValueError, match="e4m3"):
         quant.per_token_cast_to_fp8(x, dtype=torch.float8_e5m2)
     with pytest.raises(ValueError, match="rows, cols"):
         quant.per_token_cast_to_fp8(x[0])
+
+
+@pytest.mark.parametrize("cast,expected", [
+    (quant.per_token_cast_to_fp8, lambda g, r, c: (g, r, -(-c // 128))),       # block recipe, A
+    (quant.per_block_cast_to_fp8, lambda g, r, c: (g, -(-r // 128), -(-c // 128))),  # block recipe, B
+    (quant.per_row_cast_to_fp8, lambda g, r, c: (g, r)),                      # row recipe
+    (quant.per_tensor_cast_to_fp8, lambda g, r, c: (g,)),                      # tensor recipe
+])
+@pytest.mark.parametrize("shape", [(3, 130, 300), (2, 1, 0), (1, 0, 7)])
+def test_casts_return_the_ops_scale_layouts(cast, expected, shape):
+    """Purpose: the casts feed ckgemm's scaled ops unchanged (README scale table), K = 0 and M = 0 included;
+    from_pair reads the same layout back, and dequant inverts the cast within half a code step."""
+    x = _wide_range(shape, f"layout-{cast.__name__}-{shape}")
+    q = cast(x)
+    assert tuple(q.scale.shape) == expected(*shape)
+    back = quant.from_pair(q.data, q.scale)  # (with at most one row, 1-row and 128-row blocks are the same)
+    assert back.squeezed == q.squeezed and (back.block == q.block or shape[1] <= 1)
+    assert torch.equal(back.dequant(torch.float64), q.dequant(torch.float64))
+    scale = quant.expand_scale(q.full_scale().double(), q.block, x.shape)
+    err = (q.dequant(torch.float64) - x.double()).abs()
+    assert bool((err <= scale * _fp8_half_step(x.double() / scale, torch.float8_e4m3fn) * (1 + 2.0**-20)).all())
+
+
+def test_from_pair_rejects_foreign_layouts():
+    codes = torch.zeros(4, 256, dtype=torch.float8_e4m3fn)
+    with pytest.raises(ValueError, match="no scale layout"):
+        quant.from_pair(codes, torch.ones(4, 3))

@@ -76,7 +76,7 @@ def test_wrong_results_fail(cli, monkeypatch, capsys):
 def test_unwritten_outputs_fail(cli, monkeypatch, capsys):
     real = reference_backend.run_list
 
-    def forgets_last_group(problem, a_list, b_list, c_list):
+    def forgets_last_group(problem, a_list, b_list, c_list, scale_a=None, scale_b=None):
         paths = real(problem, a_list[:-1], b_list[:-1], c_list[:-1])
         return paths + ("forgot",)
 

@@ -45,6 +45,19 @@ def select(backend: str | None, device: torch.device):
     return module
 
 
+def native_for(backend: str | None, probe):
+    """The native backend that would run a call whose first tensor is ``probe``, or None when the call
+    goes to the torch reference, or when the backend cannot be told without validating (a bad
+    ``probe`` or backend name): then the caller validates first, so errors keep their order."""
+    try:
+        module = _SELECTED.get((backend, probe.device))
+        if module is None:
+            module = select(backend, probe.device)
+    except Exception:  # noqa: BLE001 - any failure here is reported by the validating path
+        return None
+    return module if getattr(module, "native", False) else None
+
+
 def _select(backend: str | None, device: torch.device):
     if backend is not None:
         module = _module(backend)

@@ -1,11 +1,16 @@
-"""The native backends (``cutlass`` on CUDA sm_90, ``ck`` on ROCm gfx942/gfx950), both driven
-through the compiled extension ``ckgemm._C``. This module only loads it and says whether it can run;
-``native_run`` turns validated calls into launches."""
+"""The native backends (``cutlass`` on CUDA sm_90, ``ck`` on ROCm gfx942/gfx950), both driven through the
+compiled extension ``ckgemm._C``. Each public form is one native op (``torch.ops.ckgemm.gemm_*``) that
+validates (csrc/common/validate.h), routes (csrc/common/route.h: kernel config, repacks, staging) and
+launches in C++; this module only loads the extension, says whether it can run, calls the ops and
+decodes what the last call ran (``routes``).
+"""
 from __future__ import annotations
 
 import importlib
 
 import torch
+
+from . import routes
 
 NAMES = ("cutlass", "ck")
 
@@ -30,9 +35,29 @@ def _not_built_reason() -> str:
             "`pip install --no-build-isolation -e .` and check that CKGEMM_NATIVE is not 0")
 
 
+def device_reason(name: str, device: torch.device) -> str | None:
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if name == "cutlass":
+        major, minor = torch.cuda.get_device_capability(index)
+        if (major, minor) != (9, 0):
+            return f"it is built for sm_90a (Hopper); {torch.cuda.get_device_name(index)} is sm_{major}{minor}"
+        return None
+    arch = torch.cuda.get_device_properties(index).gcnArchName
+    built = _C.built_archs()
+    if arch.split(":")[0] not in built:
+        return f"this build targets {built}; the device is {arch} (rebuild with GPU_ARCHS={arch.split(':')[0]})"
+    return None
+
+
+LAYOUT_CODES = {None: 0, "RC": 0, "RR": 1}  # anything else: -1, which the native validator rejects
+
+
 class NativeBackend:
+    native = True
+
     def __init__(self, name: str):
         self.NAME = name
+        self._ops = None
 
     def unavailable_reason(self, device: torch.device | None) -> str | None:
         if _C is None:
@@ -42,26 +67,45 @@ class NativeBackend:
         if device is None:
             if not torch.cuda.is_available():
                 return "no GPU is visible"
-            reasons = [self._device_reason(torch.device("cuda", i)) for i in range(torch.cuda.device_count())]
+            reasons = [device_reason(self.NAME, torch.device("cuda", i)) for i in range(torch.cuda.device_count())]
             return None if any(r is None for r in reasons) else reasons[0]
         if device.type != "cuda":
             return f"it runs on GPU tensors only, and the inputs are on {device}"
-        return self._device_reason(device)
+        return device_reason(self.NAME, device)
 
-    def _device_reason(self, device: torch.device) -> str | None:
-        from . import native_run
+    @property
+    def ops(self):
+        if self._ops is None:  # OpOverloads resolved once: the packet lookup costs on every call
+            ns = torch.ops.ckgemm
+            self._ops = (ns.gemm_list.default, ns.gemm_list_out.default, ns.gemm_packed.default,
+                         ns.gemm_packed_out.default)
+        return self._ops
 
-        return native_run.device_reason(self.NAME, device)
+    # Each call runs the native validator first; a rejected call raises RuntimeError carrying the rule
+    # id (routes.REJECTED_MARK) before anything is written, and ckgemm.ops then raises validate.py's message.
+    def grouped_gemm(self, a_list, b_list, scale_a, scale_b, layout, out_dtype):
+        return self.ops[0](a_list, b_list, scale_a or (), scale_b or (), LAYOUT_CODES.get(layout, -1), out_dtype)
 
-    def run_list(self, problem, a_list, b_list, c_list):
-        from . import native_run
+    def grouped_gemm_out(self, a_list, b_list, c_list, scale_a, scale_b, layout, out_dtype):
+        self.ops[1](a_list, b_list, c_list, scale_a or (), scale_b or (), LAYOUT_CODES.get(layout, -1), out_dtype)
 
-        return native_run.run_list(problem, a_list, b_list, c_list)
+    def grouped_gemm_packed(self, a, b, group_sizes, scale_a, scale_b, layout, out_dtype):
+        return self.ops[2](a, b, group_sizes, scale_a, scale_b, LAYOUT_CODES.get(layout, -1), out_dtype)
 
-    def run_packed(self, problem, a, b, group_sizes, out, direct: list | None = None):
-        from . import native_run
+    def grouped_gemm_packed_out(self, a, b, group_sizes, out, scale_a, scale_b, layout, out_dtype):
+        self.ops[3](a, b, group_sizes, out, scale_a, scale_b, LAYOUT_CODES.get(layout, -1), out_dtype)
 
-        return native_run.run_packed(problem, a, b, group_sizes, out, direct)
+    def transpose_b(self, b: torch.Tensor) -> torch.Tensor:
+        """[..., K, N] -> contiguous [..., N, K] with the native tiled transpose kernel (prepack)."""
+        return torch.ops.ckgemm.transpose_b(b)
+
+    def needs_transpose(self, dtype: torch.dtype, layout: str) -> bool:
+        """Whether this backend's kernels read B of this dtype and layout only after a transpose."""
+        return self.NAME == "cutlass" and dtype.itemsize == 1 and layout == "RR"
+
+    def last_dispatch_fields(self):
+        """(op, dtype name, layout, recipe, out dtype, paths) of this thread's last native call."""
+        return routes.decode_report(self.NAME, _C.last_report(), _C.instance_names())
 
 
 _BACKENDS = {name: NativeBackend(name) for name in NAMES}
@@ -69,3 +113,40 @@ _BACKENDS = {name: NativeBackend(name) for name in NAMES}
 
 def backend(name: str) -> NativeBackend:
     return _BACKENDS[name]
+
+
+def _register_fakes() -> None:
+    """Fake (meta) kernels of the native ops, for torch.compile and torch.library.opcheck."""
+    from ..dtypes import rule_for
+
+    def out_of(a, scale_a, out_dtype):
+        if scale_a is not None and (not isinstance(scale_a, (list, tuple)) or len(scale_a)):
+            return out_dtype or torch.bfloat16
+        return rule_for(a.dtype).output
+
+    @torch.library.register_fake("ckgemm::gemm_list")
+    def _list(a, b, scale_a, scale_b, layout, out_dtype):
+        dtype = out_of(a[0], scale_a, out_dtype)
+        return [x.new_empty((x.shape[0], (y.shape[0] if layout == 0 else y.shape[1])), dtype=dtype)
+                for x, y in zip(a, b)]
+
+    @torch.library.register_fake("ckgemm::gemm_list_out")
+    def _list_out(a, b, c, scale_a, scale_b, layout, out_dtype):
+        return None
+
+    @torch.library.register_fake("ckgemm::gemm_packed")
+    def _packed(a, b, group_sizes, scale_a, scale_b, layout, out_dtype):
+        n = b.shape[1] if layout == 0 else b.shape[2]
+        return a.new_empty((a.shape[0], n), dtype=out_of(a, scale_a, out_dtype))
+
+    @torch.library.register_fake("ckgemm::gemm_packed_out")
+    def _packed_out(a, b, group_sizes, out, scale_a, scale_b, layout, out_dtype):
+        return None
+
+    @torch.library.register_fake("ckgemm::transpose_b")
+    def _transpose(b):
+        return b.new_empty((*b.shape[:-2], b.shape[-1], b.shape[-2]))
+
+
+if _C is not None:
+    _register_fakes()

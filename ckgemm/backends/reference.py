@@ -1,8 +1,13 @@
 """The ``torch`` backend: a plain PyTorch reference, correct on any device PyTorch supports.
 
-fp16/bf16/fp8 inputs are multiplied in fp32 (TF32 off) and rounded once to the output dtype.
+Unscaled: fp16/bf16/fp8 inputs are multiplied in fp32 (TF32 off) and rounded once to the output dtype.
 int8 is exact: products and sums of int8 values are integers below 2**53, so a float64 product is
 exact for any K below 2**39; the int64 result is then wrapped to int32 as an int32 accumulator wraps.
+
+Scaled (``C = (A * sA) @ op(B * sB)``, rounded once to the output dtype), in the order the native kernels
+compute it: tensor and row recipes multiply the exact-input product (fp8 values and their products are
+exact in fp32; int8 sums are exact integers) by sA per row, then by sB per column; the block recipe sums,
+over each 128-wide K block, the block's fp32 product times sA[m, kb] * sB[nb, kb].
 On a GPU the packed form reads group sizes back to the host (one sync); the native backends do not.
 """
 from __future__ import annotations
@@ -12,6 +17,7 @@ import contextlib
 import torch
 
 from ..dtypes import DtypeRule
+from ..validate_scales import BLOCK
 
 NAME = "torch"
 
@@ -34,26 +40,63 @@ def _no_tf32():
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
-def matmul(a: torch.Tensor, b: torch.Tensor, layout: str, rule: DtypeRule) -> torch.Tensor:
-    """One group: C = A @ op(B) with the dtype table's accumulate and output dtypes."""
-    bk = b.t() if layout == "RC" else b  # [K, N] view
+def _product(a: torch.Tensor, bk: torch.Tensor, rule: DtypeRule) -> torch.Tensor:
+    """A @ B (B as a [K, N] view): exact int64 for integer inputs, fp32 otherwise."""
     if rule.exact:
-        product = a.to(torch.float64) @ bk.to(torch.float64)
-        return product.to(torch.int64).to(rule.output)
+        return (a.to(torch.float64) @ bk.to(torch.float64)).to(torch.int64)
     with _no_tf32():
-        product = a.to(torch.float32) @ bk.to(torch.float32)
-    return product.to(rule.output)
+        return a.to(torch.float32) @ bk.to(torch.float32)
 
 
-def run_list(problem, a_list, b_list, c_list) -> tuple[str, ...]:
-    for a, b, c, (m, n, _) in zip(a_list, b_list, c_list, problem.shapes):
+def matmul(a: torch.Tensor, b: torch.Tensor, layout: str, rule: DtypeRule) -> torch.Tensor:
+    """One unscaled group: C = A @ op(B) with the dtype table's accumulate and output dtypes."""
+    return _product(a, b.t() if layout == "RC" else b, rule).to(rule.output)
+
+
+def scaled_matmul(a, b, layout: str, rule: DtypeRule, recipe: str, sa: torch.Tensor, sb: torch.Tensor,
+                  out_dtype: torch.dtype) -> torch.Tensor:
+    """One scaled group. ``sa``/``sb`` per the recipe: tensor [] / []; row [M] / [N]; block
+    [M, ceil(K/128)] / [ceil(N/128), ceil(K/128)]."""
+    bk = b.t() if layout == "RC" else b  # [K, N] view
+    if recipe != "block":
+        acc = _product(a, bk, rule)
+        acc = (acc.to(torch.int32) if rule.exact else acc).to(torch.float32)  # the int32 accumulator, then fp32
+        row = sa.reshape(-1, 1) if recipe == "row" else sa
+        col = sb.reshape(1, -1) if recipe == "row" else sb
+        return ((acc * row) * col).to(out_dtype)
+    m, n, k = a.shape[0], bk.shape[1], a.shape[1]
+    acc = torch.zeros((m, n), dtype=torch.float32, device=a.device)
+    sb_cols = sb.repeat_interleave(BLOCK, dim=0)[:n]  # [N, ceil(K/128)]
+    for kb, k0 in enumerate(range(0, k, BLOCK)):
+        part = _product(a[:, k0:k0 + BLOCK], bk[k0:k0 + BLOCK], rule)
+        acc += part * (sa[:, kb:kb + 1] * sb_cols[:, kb].reshape(1, -1))
+    return acc.to(out_dtype)
+
+
+def _group(problem, a, b, sa, sb) -> torch.Tensor:
+    if problem.recipe == "none":
+        return matmul(a, b, problem.layout, problem.rule)
+    return scaled_matmul(a, b, problem.layout, problem.rule, problem.recipe, sa, sb, problem.output)
+
+
+def run_list(problem, a_list, b_list, c_list, scale_a=None, scale_b=None) -> tuple[str, ...]:
+    scale_a = scale_a or [None] * len(a_list)
+    scale_b = scale_b or [None] * len(a_list)
+    for a, b, c, sa, sb, (m, n, _) in zip(a_list, b_list, c_list, scale_a, scale_b, problem.shapes):
         if m and n:
-            c.copy_(matmul(a, b, problem.layout, problem.rule))
+            c.copy_(_group(problem, a, b, sa, sb))
     return tuple(_path(shape) for shape in problem.shapes)
 
 
-def run_packed(problem, a, b, group_sizes, out, direct: list | None = None) -> tuple[str, ...]:
-    """``direct`` is the native backends' report of a launch on the given tensors; never filled here."""
+def _group_scales(recipe: str, scale_a, scale_b, g: int, start: int, m: int):
+    if recipe == "none":
+        return None, None
+    if recipe == "tensor":
+        return scale_a, scale_b[g]
+    return scale_a[start:start + m], scale_b[g]
+
+
+def run_packed(problem, a, b, group_sizes, out, scale_a=None, scale_b=None) -> tuple[str, ...]:
     sizes = problem.sizes
     if sizes is None:
         from ..errors import InvalidArgumentError
@@ -68,7 +111,8 @@ def run_packed(problem, a, b, group_sizes, out, direct: list | None = None) -> t
     start = 0
     for g, m in enumerate(sizes):
         if m and problem.n:
-            out[start:start + m].copy_(matmul(a[start:start + m], b[g], problem.layout, problem.rule))
+            sa, sb = _group_scales(problem.recipe, scale_a, scale_b, g, start, m)
+            out[start:start + m].copy_(_group(problem, a[start:start + m], b[g], sa, sb))
         start += m
     return tuple(_path((m, problem.n, problem.k)) for m in sizes)
 

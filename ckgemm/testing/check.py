@@ -15,7 +15,7 @@ import torch
 from tabulate import tabulate
 
 from ..dtypes import rule_for
-from .numeric import ErrorStats, calc_diff, error_stats, tolerance
+from .numeric import ErrorStats, calc_diff, error_stats, scaled_tolerance, tolerance
 
 
 @dataclass
@@ -119,8 +119,11 @@ def _finite_max_abs(ref: torch.Tensor) -> float:
 
 
 def group_tolerance(out: torch.Tensor, ref: torch.Tensor, in_dtype: torch.dtype, k: int,
-                    acc_dtype: torch.dtype | None = None, k_batch: int = 1) -> tuple[float, float]:
-    """(rtol, atol) for one group from the dtypes, its K and its own max|ref| (0, 0 for integers)."""
+                    acc_dtype: torch.dtype | None = None, k_batch: int = 1, scaled: bool = False) -> tuple[float, float]:
+    """(rtol, atol) for one group from the dtypes, its K and its own max|ref| (0, 0 for integers);
+    ``scaled``: a scaled fp8/int8 GEMM (``numeric.scaled_tolerance``)."""
+    if scaled:
+        return scaled_tolerance(in_dtype, out.dtype, k, _finite_max_abs(ref))
     if acc_dtype is None:
         rule = rule_for(in_dtype)
         acc_dtype = rule.accumulate if rule is not None else (
@@ -130,7 +133,8 @@ def group_tolerance(out: torch.Tensor, ref: torch.Tensor, in_dtype: torch.dtype,
 
 def check(out, ref, *, rtol=None, atol=None, in_dtype: torch.dtype | None = None, k=None,
           acc_dtype: torch.dtype | None = None, k_batch: int = 1, max_diff: float | None = None,
-          name: str = "check", max_examples: int = 8, raise_on_failure: bool = True) -> CheckReport:
+          name: str = "check", max_examples: int = 8, scaled: bool = False,
+          raise_on_failure: bool = True) -> CheckReport:
     """Compare ``out`` with ``ref`` (tensors, or lists of per-group tensors) and raise AssertionError with
     a readable report (per-group table, first mismatches with indices) when any group fails.
 
@@ -142,6 +146,8 @@ def check(out, ref, *, rtol=None, atol=None, in_dtype: torch.dtype | None = None
       - none of these: ``torch.testing.assert_close``'s defaults for out's and ref's dtypes
         (``default_tolerance``; fp8 outputs, like integers, then compare exactly).
     ``max_diff``: also require ``calc_diff(out, ref) <= max_diff`` in every group.
+    ``scaled``: the outputs are of a scaled fp8/int8 GEMM (``numeric.scaled_tolerance``; ``in_dtype`` is the
+    quantized input dtype, the reference must carry the same quantization).
     Returns the ``CheckReport`` when everything passes (always, with ``raise_on_failure=False``).
     """
     single = isinstance(out, torch.Tensor)
@@ -160,7 +166,7 @@ def check(out, ref, *, rtol=None, atol=None, in_dtype: torch.dtype | None = None
         if tuple(o.shape) != tuple(r.shape):
             raise AssertionError(f"check {name!r}: group {g}: out shape {tuple(o.shape)} differs from "
                                  f"ref shape {tuple(r.shape)}")
-        rt, at = _group_tolerances(name, g, o, r, rtols[g], atols[g], in_dtype, ks[g], acc_dtype, k_batch)
+        rt, at = _group_tolerances(name, g, o, r, rtols[g], atols[g], in_dtype, ks[g], acc_dtype, k_batch, scaled)
         stats = error_stats(o, r, rt, at, max_examples=max_examples)
         diff = calc_diff(o, r) if max_diff is not None else None
         groups.append(GroupCheck(g, ks[g], stats, diff, max_diff))
@@ -170,7 +176,7 @@ def check(out, ref, *, rtol=None, atol=None, in_dtype: torch.dtype | None = None
     return report
 
 
-def _group_tolerances(name, g, o, r, rt, at, in_dtype, k, acc_dtype, k_batch) -> tuple[float, float]:
+def _group_tolerances(name, g, o, r, rt, at, in_dtype, k, acc_dtype, k_batch, scaled=False) -> tuple[float, float]:
     if not o.dtype.is_floating_point:
         if (rt or 0.0) != 0.0 or (at or 0.0) != 0.0:
             raise ValueError(f"check {name!r}: group {g}: integer outputs ({o.dtype}) are compared exactly; "
@@ -184,4 +190,4 @@ def _group_tolerances(name, g, o, r, rt, at, in_dtype, k, acc_dtype, k_batch) ->
         return default_tolerance(o.dtype, r.dtype)
     if in_dtype is None or k is None:
         raise ValueError(f"check {name!r}: group {g}: k is missing for this group (give one K per group)")
-    return group_tolerance(o, r, in_dtype, int(k), acc_dtype, k_batch)
+    return group_tolerance(o, r, in_dtype, int(k), acc_dtype, k_batch, scaled)

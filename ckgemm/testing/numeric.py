@@ -99,6 +99,46 @@ def tolerance(in_dtype: torch.dtype, out_dtype: torch.dtype, acc_dtype: torch.dt
     return rtol, atol
 
 
+# Scaled low precision (C = (A*sA) @ (B*sB), fp32 accumulation, one rounding to the output dtype). The
+# reference gets the kernel's own quantized inputs, so quantization error is not part of the comparison;
+# what remains is accumulation and the output rounding:
+# - fp8: e4m3 x e4m3 products are exact, but the tensor core sums a K block of them in a narrower
+#   accumulator before promoting into fp32: about 14 mantissa bits on Hopper (DeepSeek-V3 report 3.3.2),
+#   FP8_PROMOTION_DEPTH products deep (CUTLASS's promotion interval; one 128-wide block of the block
+#   recipe). Bound: 2^-14 * 0.5 * min(K, depth) relative to the largest partial, plus fp32 for the
+#   ceil(K/depth) promoted adds.
+# - int8: int32 sums are exact; one conversion to fp32 and two scale multiplies (3 fp32 roundings).
+# - both: the output rounding, half an ulp (rtol) and one ulp of max|ref| (atol), as CK-tile's model.
+FP8_ACCUMULATOR_BITS = 14
+FP8_PROMOTION_DEPTH = 128
+
+
+def scaled_tolerance(in_dtype: torch.dtype, out_dtype: torch.dtype, num_accumulations: int,
+                     max_abs_ref: float) -> tuple[float, float]:
+    """(rtol, atol) for one group of a scaled fp8/int8 GEMM against a reference with the same quantization
+    (model above). ``num_accumulations`` is the group's K."""
+    k = int(num_accumulations)
+    if in_dtype.is_floating_point:
+        rel_acc = 2.0 ** -FP8_ACCUMULATOR_BITS * 0.5 * min(k, FP8_PROMOTION_DEPTH) \
+            + 2.0 ** -23 * 0.5 * -(-k // FP8_PROMOTION_DEPTH)
+    else:
+        rel_acc = 2.0 ** -23 * 0.5 * 3
+    out_bits = mantissa_bits(out_dtype)
+    rtol = max(rel_acc, 2.0 ** -out_bits * 0.5)
+    max_abs = abs(float(max_abs_ref))
+    if max_abs == 0.0 or not math.isfinite(max_abs):
+        return rtol, 0.0
+    e = _floor_log2(max_abs)
+    return rtol, max(2.0 ** e * rel_acc * 2, 2.0 ** (e - out_bits))
+
+
+def scaled_max_diff(out_dtype: torch.dtype) -> float:
+    """calc_diff bound for a scaled GEMM against its same-quantization reference: the output rounding
+    alone gives about 2^(-2m)/3 (m: the output's mantissa bits; ~1.3e-6 for bf16), accumulation noise
+    about 1e-8; the bound leaves an order of magnitude above both."""
+    return 2.0 ** (-2 * mantissa_bits(out_dtype)) + 1e-7
+
+
 def mismatch_mask(out: torch.Tensor, ref: torch.Tensor, rtol: float, atol: float) -> torch.Tensor:
     """Boolean mask of the elements that fail the comparison rule of this module (float64)."""
     o, r = out.double(), ref.double()

@@ -2,16 +2,21 @@
 
 Every cast scales blocks of a 2-D (or batched ``[..., R, C]``) tensor by one float32 scale each:
 
-| cast                                  | block (rows x cols)  | scale shape                      |
-|---------------------------------------|----------------------|----------------------------------|
-| ``per_token_cast_to_fp8(x, gran)``    | 1 x gran             | [R, ceil(C/gran)]                |
-| ``per_block_cast_to_fp8(x, gran)``    | gran x gran          | [ceil(R/gran), ceil(C/gran)]     |
-| ``per_channel_cast_to_fp8(x, gran)``  | gran x 1             | [ceil(R/gran), C]                |
-| ``cast_to_fp4(x, gran)``              | 1 x gran             | [R, ceil(C/gran)]                |
-| ``cast_to_int8(x, "row")``            | 1 x C                | [R, 1]                           |
-| ``cast_to_int8(x, "tensor")``         | R x C                | [1, 1]                           |
+| cast                                  | block (rows x cols)  | scale shape (x: [..., R, C])     | ckgemm recipe          |
+|---------------------------------------|----------------------|----------------------------------|------------------------|
+| ``per_token_cast_to_fp8(x, gran)``    | 1 x gran             | [..., R, ceil(C/gran)]           | block, A (gran 128)    |
+| ``per_block_cast_to_fp8(x, gran)``    | gran x gran          | [..., ceil(R/gran), ceil(C/gran)] | block, B (gran 128)   |
+| ``per_row_cast_to_fp8(x)``            | 1 x C                | [..., R]                         | row (A per token, B per channel) |
+| ``per_tensor_cast_to_fp8(x)``         | R x C                | [...]                            | tensor (A: [], B [G, N, K]: [G]) |
+| ``per_channel_cast_to_fp8(x, gran)``  | gran x 1             | [..., ceil(R/gran), C]           | (DeepGEMM wgrad)       |
+| ``cast_to_fp4(x, gran)``              | 1 x gran             | [..., R, ceil(C/gran)]           |                        |
+| ``cast_to_int8(x, "row")``            | 1 x C                | [..., R]                         | row                    |
+| ``cast_to_int8(x, "tensor")``         | R x C                | [...]                            | tensor                 |
 
-(the fp8 blocks follow DeepGEMM's conventions). Scales are ``amax / max_code`` (``amax`` floored at
+(the fp8 blocks follow DeepGEMM's conventions). The scale shapes are exactly what ckgemm's scaled ops take
+(README, "Scaled low precision"): ``a, sa = per_token_cast_to_fp8(x)`` and ``b, sb = per_block_cast_to_fp8(w)``
+feed ``grouped_gemm_packed(a, b, sizes, scale_a=sa, scale_b=sb)`` and the harness reference unchanged. A
+``Quantized`` unpacks and indexes like DeepGEMM's ``(codes, scale)`` tuple: ``cast(x)[0]`` are the codes. Scales are ``amax / max_code`` (``amax`` floored at
 ``amax_floor``); with ``ue8m0=True`` they are rounded up to a power of two (UE8M0, as MX formats and
 SM100 kernels store them; ``ue8m0_bytes`` gives the exponent bytes). Both e4m3 flavours are supported:
 ``float8_e4m3fn`` (max 448) and ``float8_e4m3fnuz`` (max 240, gfx942); the max comes from ckgemm's dtype table.
@@ -35,19 +40,52 @@ DEFAULT_AMAX_FLOOR = 1e-4
 
 @dataclass(frozen=True)
 class Quantized:
-    """Codes, their block scales and the logical shape. Unpacks as ``codes, scale = cast(...)``."""
+    """Codes, their block scales and the logical shape. Unpacks and indexes like a ``(codes, scale)``
+    tuple: ``codes, scale = cast(...)``, ``cast(...)[0]``."""
 
     data: torch.Tensor  # fp8 or int8 codes in the logical shape; fp4: uint8, two codes per byte
-    scale: torch.Tensor  # float32, one per block: [..., ceil(R / block[0]), ceil(C / block[1])]
+    scale: torch.Tensor  # float32, one per block, in the layout of the table above
     block: tuple[int, int]  # rows x cols covered by one scale
     fmt: str  # "float8_e4m3fn", "float8_e4m3fnuz", "int8" or "fp4_e2m1"
     shape: tuple[int, ...]  # logical shape of the values
+    squeezed: int = 0  # trailing block dimensions dropped from ``scale``: 1 per row, 2 per tensor
 
     def __iter__(self):
         return iter((self.data, self.scale))
 
+    def __getitem__(self, index):
+        return (self.data, self.scale)[index]
+
+    def __len__(self) -> int:
+        return 2
+
+    def full_scale(self) -> torch.Tensor:
+        """The scales with both block dimensions: [..., ceil(R / block[0]), ceil(C / block[1])]."""
+        return self.scale.reshape(*self.scale.shape, *([1] * self.squeezed))
+
     def dequant(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         return dequant(self, dtype)
+
+
+def from_pair(codes: torch.Tensor, scale: torch.Tensor, *, gran: int = 128) -> Quantized:
+    """A ``Quantized`` from a ``(codes, scale)`` pair in one of ckgemm's scale layouts, read off the
+    scale's shape: [...] per tensor, [..., R] per row, [..., R or ceil(R/gran), ceil(C/gran) or C] per block."""
+    rows, cols = codes.shape[-2], codes.shape[-1]
+    lead = tuple(codes.shape[:-2])
+    fmt = str(codes.dtype).replace("torch.", "")
+    shape = tuple(codes.shape)
+    if tuple(scale.shape) == lead:
+        return Quantized(codes, scale, (max(rows, 1), max(cols, 1)), fmt, shape, 2)
+    if tuple(scale.shape) == lead + (rows,):
+        return Quantized(codes, scale, (1, max(cols, 1)), fmt, shape, 1)
+    if scale.dim() == codes.dim() and tuple(scale.shape[:-2]) == lead:
+        rb, cb = scale.shape[-2], scale.shape[-1]
+        block_rows = 1 if rb == rows else gran
+        block_cols = gran if cb == -(-cols // gran) else 1
+        if rb == -(-rows // block_rows) and cb == -(-cols // block_cols):
+            return Quantized(codes, scale, (block_rows, block_cols), fmt, shape, 0)
+    raise ValueError(f"from_pair: scale shape {tuple(scale.shape)} is no scale layout of codes {shape} "
+                     f"(per tensor {lead}, per row {lead + (rows,)}, or per block of {gran})")
 
 
 def ceil_to_ue8m0(x: torch.Tensor) -> torch.Tensor:
@@ -78,10 +116,13 @@ def _block_sizes(shape, block) -> tuple[int, int]:
     return max(int(bm), 1), max(int(bk), 1)
 
 
-def _block_amax(x: torch.Tensor, block: tuple[int, int]) -> torch.Tensor:
+def _block_amax(x: torch.Tensor, block: tuple[int, int], whole: tuple[bool, bool] = (False, False)) -> torch.Tensor:
     bm, bk = block
     rows, cols = x.shape[-2], x.shape[-1]
-    rb, cb = -(-rows // bm), -(-cols // bk)
+    # A block that spans a whole dimension is one block even when the dimension is empty (K = 0: one
+    # scale per row still exists); a finer block tiles the dimension (no rows: no row blocks).
+    rb = max(-(-rows // bm), int(whole[0]))
+    cb = max(-(-cols // bk), int(whole[1]))
     padded = torch.nn.functional.pad(x.abs(), (0, cb * bk - cols, 0, rb * bm - rows))
     return padded.reshape(*x.shape[:-2], rb, bm, cb, bk).amax(dim=(-3, -1))
 
@@ -93,8 +134,9 @@ def expand_scale(scale: torch.Tensor, block: tuple[int, int], shape) -> torch.Te
     return full[..., :rows, :cols]
 
 
-def _scales(x: torch.Tensor, block, qmax: float, ue8m0: bool, amax_floor: float) -> torch.Tensor:
-    scale = _block_amax(x, block).clamp(min=amax_floor) / qmax
+def _scales(x: torch.Tensor, block, qmax: float, ue8m0: bool, amax_floor: float,
+            whole: tuple[bool, bool] = (False, False)) -> torch.Tensor:
+    scale = _block_amax(x, block, whole).clamp(min=amax_floor) / qmax
     return ceil_to_ue8m0(scale) if ue8m0 else scale
 
 
@@ -112,16 +154,27 @@ def _fp8_max(dtype: torch.dtype) -> float:
     return rule.max_value
 
 
+def _squeeze(scale: torch.Tensor, block: tuple[int | None, int | None]) -> tuple[torch.Tensor, int]:
+    """Scales in ckgemm's layout: drop the column-block dim of whole-row blocks, both of whole-tensor ones."""
+    if block[1] is None and block[0] is None:
+        return scale.reshape(scale.shape[:-2]), 2
+    if block[1] is None and block[0] == 1:
+        return scale.reshape(scale.shape[:-1]), 1
+    return scale, 0
+
+
 def cast_to_fp8(x: torch.Tensor, block: tuple[int | None, int | None], *, dtype=torch.float8_e4m3fn,
                 ue8m0: bool = False, amax_floor: float = DEFAULT_AMAX_FLOOR) -> Quantized:
-    """FP8 cast with one scale per ``block`` (rows x cols; None means the whole dimension)."""
+    """FP8 cast with one scale per ``block`` (rows x cols; None means the whole dimension). Whole-row
+    blocks ``(1, None)`` give scales [..., R]; whole-tensor blocks ``(None, None)`` give [...]."""
     _check_2d(x, "cast_to_fp8")
     qmax = _fp8_max(dtype)
     xf = x.float()
     blk = _block_sizes(xf.shape, block)
-    scale = _scales(xf, blk, qmax, ue8m0, amax_floor)
+    scale = _scales(xf, blk, qmax, ue8m0, amax_floor, (block[0] is None, block[1] is None))
     codes = (xf / expand_scale(scale, blk, xf.shape)).clamp(-qmax, qmax).to(dtype)
-    return Quantized(codes, scale, blk, str(dtype).replace("torch.", ""), tuple(x.shape))
+    scale, squeezed = _squeeze(scale, block)
+    return Quantized(codes, scale, blk, str(dtype).replace("torch.", ""), tuple(x.shape), squeezed)
 
 
 def per_token_cast_to_fp8(x, gran: int = 128, *, dtype=torch.float8_e4m3fn, ue8m0: bool = False,
@@ -136,6 +189,18 @@ def per_block_cast_to_fp8(x, gran: int = 128, *, dtype=torch.float8_e4m3fn, ue8m
     return cast_to_fp8(x, (gran, gran), dtype=dtype, ue8m0=ue8m0, amax_floor=amax_floor)
 
 
+def per_row_cast_to_fp8(x, *, dtype=torch.float8_e4m3fn, ue8m0: bool = False,
+                        amax_floor: float = DEFAULT_AMAX_FLOOR) -> Quantized:
+    """One scale per row ([..., R]): per-token activations, or per-channel weights [G, N, K] -> [G, N]."""
+    return cast_to_fp8(x, (1, None), dtype=dtype, ue8m0=ue8m0, amax_floor=amax_floor)
+
+
+def per_tensor_cast_to_fp8(x, *, dtype=torch.float8_e4m3fn, ue8m0: bool = False,
+                           amax_floor: float = DEFAULT_AMAX_FLOOR) -> Quantized:
+    """One scale per matrix ([...]): [sum M, K] -> [], weights [G, N, K] -> [G] (one per expert)."""
+    return cast_to_fp8(x, (None, None), dtype=dtype, ue8m0=ue8m0, amax_floor=amax_floor)
+
+
 def per_channel_cast_to_fp8(x, gran: int = 128, *, dtype=torch.float8_e4m3fn, ue8m0: bool = False,
                             amax_floor: float = DEFAULT_AMAX_FLOOR) -> Quantized:
     """One scale per column and ``gran`` rows (gran x 1), DeepGEMM's recipe for K-major wgrad operands."""
@@ -143,15 +208,18 @@ def per_channel_cast_to_fp8(x, gran: int = 128, *, dtype=torch.float8_e4m3fn, ue
 
 
 def cast_to_int8(x: torch.Tensor, per: str = "row", *, amax_floor: float = DEFAULT_AMAX_FLOOR) -> Quantized:
-    """Symmetric int8 (codes in [-127, 127], round half to even): ``per="row"`` or ``per="tensor"``."""
+    """Symmetric int8 (codes in [-127, 127], round half to even): ``per="row"`` (scales [..., R]) or
+    ``per="tensor"`` (scales [...])."""
     _check_2d(x, "cast_to_int8")
     if per not in ("row", "tensor"):
         raise ValueError(f"cast_to_int8: per must be 'row' or 'tensor', got {per!r}")
     xf = x.float()
-    blk = _block_sizes(xf.shape, (1, None) if per == "row" else (None, None))
-    scale = _scales(xf, blk, INT8_MAX, False, amax_floor)
+    block = (1, None) if per == "row" else (None, None)
+    blk = _block_sizes(xf.shape, block)
+    scale = _scales(xf, blk, INT8_MAX, False, amax_floor, (block[0] is None, block[1] is None))
     codes = torch.round(xf / expand_scale(scale, blk, xf.shape)).clamp(-INT8_MAX, INT8_MAX).to(torch.int8)
-    return Quantized(codes, scale, blk, "int8", tuple(x.shape))
+    scale, squeezed = _squeeze(scale, block)
+    return Quantized(codes, scale, blk, "int8", tuple(x.shape), squeezed)
 
 
 _FP4_MIDPOINTS = (0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0)
@@ -200,4 +268,4 @@ def dequant(q: Quantized, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         values = fp4_values(fp4_unpack(q.data, q.shape[-1]), dtype)
     else:
         values = q.data.to(dtype)
-    return values * expand_scale(q.scale.to(dtype), q.block, q.shape)
+    return values * expand_scale(q.full_scale().to(dtype), q.block, q.shape)

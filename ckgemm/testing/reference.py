@@ -1,8 +1,10 @@
 """Grouped GEMM reference, independent of ckgemm's ops and backends (a bug there cannot hide here).
 
 For each group: dequantize exactly the operands the kernel was given (a plain tensor is taken as it is;
-a ``quant.Quantized`` is expanded as ``code * scale``), then multiply in float32 (TF32 off) or float64
-(``precision="fp64"``). Plain integer operands on both sides take an exact integer path.
+a ``quant.Quantized``, or a ``(codes, scale)`` pair in one of ckgemm's scale layouts, is expanded as
+``code * scale``), then multiply in float32 (TF32 off) or float64 (``precision="fp64"``). Plain integer
+operands on both sides take an exact integer path. B's scales are indexed in the logical [N, K]
+orientation whatever its storage layout, as ckgemm's scaled ops take them.
 
 Layouts: ``"RC"``: b[i] stored [N, K] (C = A @ B^T); ``"RR"``: b[i] stored [K, N] (C = A @ B).
 """
@@ -12,7 +14,7 @@ import contextlib
 
 import torch
 
-from .quant import Quantized, dequant
+from .quant import Quantized, dequant, from_pair
 
 LAYOUTS = ("RC", "RR")
 _PRECISIONS = {"fp32": torch.float32, "fp64": torch.float64}
@@ -43,7 +45,21 @@ def _plain_matmul(device: torch.device):
 
 
 def _shape(x) -> tuple[int, ...]:
-    return tuple(x.shape)
+    return tuple(x[0].shape) if isinstance(x, (tuple, list)) else tuple(x.shape)
+
+
+def _operand(x, layout: str = "RC", is_b: bool = False):
+    """A plain tensor or a ``Quantized`` over the stored operand; (codes, scale) pairs are read with
+    ``quant.from_pair`` in the logical orientation ([N, K] for B), so RR B's scales index [N, K] as
+    ckgemm's do, and are then turned to the storage orientation [K, N]."""
+    if not isinstance(x, (tuple, list)) or isinstance(x, Quantized):
+        return x
+    codes, scale = x
+    if not (is_b and layout == "RR"):
+        return from_pair(codes, scale)
+    logical = from_pair(codes.transpose(-1, -2), scale)
+    block = (logical.block[1], logical.block[0])
+    return Quantized(codes, logical.full_scale().transpose(-1, -2), block, logical.fmt, tuple(codes.shape))
 
 
 def _values(x, dtype: torch.dtype) -> torch.Tensor:
@@ -74,6 +90,7 @@ def _check_options(layout: str, precision: str) -> None:
 def gemm_reference(a, b, *, layout: str = "RC", precision: str = "fp32") -> torch.Tensor:
     """One group: A @ op(B) from plain or quantized operands (float32/float64, or int64 when exact)."""
     _check_options(layout, precision)
+    a, b = _operand(a), _operand(b, layout, True)
     if _is_plain_int(a) and _is_plain_int(b):
         return _exact_int_matmul(a, b.t() if layout == "RC" else b)
     dtype = _PRECISIONS[precision]
@@ -103,6 +120,7 @@ def grouped_gemm_reference(a_list, b_list, *, layout: str = "RC", precision: str
         raise ValueError(f"a_list has {len(a_list)} groups but b_list has {len(b_list)}")
     outs = []
     for g, (a, b) in enumerate(zip(a_list, b_list)):
+        a, b = _operand(a), _operand(b, layout, True)
         _check_pair(g, a, b, layout)
         c = gemm_reference(a, b, layout=layout, precision=precision)
         outs.append(c if out_dtype is None else c.to(out_dtype))
@@ -121,10 +139,11 @@ def grouped_gemm_reference_packed(a, b, group_sizes, *, layout: str = "RC", prec
                          f"b {sb}, {len(sizes)} sizes")
     if any(s < 0 for s in sizes) or sum(sizes) != sa[0]:
         raise ValueError(f"packed reference: sizes {sizes} must be >= 0 and sum to a's {sa[0]} rows")
+    a, b = _operand(a), _operand(b, layout, True)
     exact = _is_plain_int(a) and _is_plain_int(b)
     dtype = _PRECISIONS[precision]
-    av = a if exact or not isinstance(a, Quantized) else dequant(a, dtype)
-    bv = b if exact or not isinstance(b, Quantized) else dequant(b, dtype)
+    av = a if exact or isinstance(a, torch.Tensor) else _values(a, dtype)
+    bv = b if exact or isinstance(b, torch.Tensor) else _values(b, dtype)
     n = sb[1] if layout == "RC" else sb[2]
     result_dtype = torch.int64 if exact else dtype
     out = torch.zeros((sa[0], n), dtype=result_dtype, device=av.device)

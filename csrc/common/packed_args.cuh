@@ -101,6 +101,8 @@ build_packed_groups(PackedArgs p, int a_bytes, int c_bytes, Sink sink) {
       d.lda = p.lda;
       d.ldb = p.ldb;
       d.ldc = p.ldc;
+      d.sa = p.sa != nullptr ? p.sa + row * p.sa_row_stride : nullptr;
+      d.sb = p.sb != nullptr ? p.sb + static_cast<int64_t>(g) * p.sb_group_stride : nullptr;
       sink(g, d);
     }
     __syncthreads();

@@ -1,0 +1,39 @@
+"""The building blocks of validation shared by validate.py and validate_scales.py: the standard
+error message, and the checks every tensor argument and every list argument of a call goes through."""
+from __future__ import annotations
+
+import torch
+
+from .errors import InvalidArgumentError, InvalidTypeError, Rule, describe
+
+
+def fail(op: str, group: int | None, name: str, t, rule_text: str, rule: Rule, cls=InvalidArgumentError):
+    """Raise ``cls`` with the standard message: op, group, tensor description, rule."""
+    where = f"group {group}: " if group is not None else ""
+    what = f"{name} ({describe(t)})" if isinstance(t, torch.Tensor) else name
+    raise cls(f"{op}: {where}{what}: {rule_text}", rule=rule, group=group)
+
+
+def check_tensor(op, group, name, t, ndim: int) -> None:
+    if not isinstance(t, torch.Tensor):
+        raise InvalidTypeError(
+            f"{op}: " + (f"group {group}: " if group is not None else "")
+            + f"{name} is a {type(t).__name__}, not a torch.Tensor", rule=Rule.NOT_A_TENSOR, group=group)
+    shape = t.shape
+    if len(shape) != ndim:
+        fail(op, group, name, t, f"must be {ndim}-D, got {len(shape)}-D", Rule.NDIM)
+    if ndim and shape[-1] > 1 and t.stride(-1) != 1 and 0 not in shape:
+        fail(op, group, name, t, "innermost stride must be 1 (row-major rows); call .contiguous() first",
+             Rule.INNER_STRIDE)
+    if t.requires_grad and torch.is_grad_enabled():
+        fail(op, group, name, t, "requires grad, but ckgemm ops are not differentiable; "
+             "wrap the call in torch.no_grad() or detach the inputs", Rule.REQUIRES_GRAD)
+
+
+def check_sequence(op, name, seq, what: str = "2-D tensors") -> None:
+    if isinstance(seq, torch.Tensor) or not isinstance(seq, (list, tuple)):
+        hint = " (use grouped_gemm_packed for a stacked tensor)" if isinstance(seq, torch.Tensor) and what == "2-D tensors" else ""
+        raise InvalidTypeError(f"{op}: {name} must be a list or tuple of {what}, got {type(seq).__name__}{hint}",
+                               rule=Rule.NOT_A_LIST)
+    if len(seq) == 0:
+        raise InvalidArgumentError(f"{op}: {name} is empty; give at least one group", rule=Rule.LIST_EMPTY)

@@ -1,0 +1,93 @@
+"""Prepacked weights: B (and its scales) stored once in the layout the backend's kernels read.
+
+MoE weights are static, so a layout change belongs at load time, not in every call. Hopper's tensor
+cores take 8-bit operands only K-major, so CUTLASS reads 8-bit ``RR`` weights ([K, N] row-major) only
+after a transpose to [N, K]; without ``prepack`` every such call transposes B again (one tiled kernel,
+``last_dispatch()`` shows ``+transpose``). ``prepack`` does it once. Where the backend reads B as
+given (16-bit inputs; CK-tile, which reads 8-bit RR natively; the torch reference) it returns a wrapper
+around the tensors as they are, so serving code can call it unconditionally.
+
+Every form takes a ``PackedWeights`` in place of ``b``: the call's ``layout`` (if given) must be the
+layout the weights were packed from, and ``scale_b`` comes from the weights unless given.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from . import backends
+from ._checks import check_sequence, check_tensor, fail
+from .errors import InvalidArgumentError, Rule
+from .validate import check_layout
+
+
+@dataclass(frozen=True)
+class PackedWeights:
+    """Weights as the kernels read them. ``b``: a [G, ., .] tensor (packed form) or a tuple of 2-D
+    tensors (list forms), stored in ``layout``; ``source_layout`` is the layout they were given in."""
+
+    b: torch.Tensor | tuple
+    layout: str
+    source_layout: str
+    scale_b: torch.Tensor | tuple | None
+    backend: str
+    transposed: bool
+
+    @property
+    def is_list(self) -> bool:
+        return isinstance(self.b, tuple)
+
+    def __repr__(self) -> str:
+        what = f"{len(self.b)} groups" if self.is_list else f"shape {tuple(self.b.shape)}"
+        how = f"transposed {self.source_layout} -> {self.layout}" if self.transposed else f"{self.layout} as given"
+        return f"PackedWeights({what}, {how}, for {self.backend!r}, scales={self.scale_b is not None})"
+
+
+def prepack(b, *, layout: str | None = None, scales=None, backend: str | None = None) -> PackedWeights:
+    """Store weights ``b`` (a [G, N, K] / [G, K, N] tensor, or a list of 2-D tensors) and their scales
+    (``scale_b`` of the matching form, or None) in the layout the backend reads natively."""
+    op = "prepack"
+    layout = check_layout(op, layout)
+    if isinstance(b, PackedWeights):
+        raise InvalidArgumentError(f"{op}: b is already a PackedWeights ({b!r})", rule=Rule.PREPACKED)
+    if isinstance(b, torch.Tensor):
+        check_tensor(op, None, "b", b, 3)
+        device, dtype, items = b.device, b.dtype, None
+    else:
+        check_sequence(op, "b", b)
+        for g, x in enumerate(b):
+            check_tensor(op, g, f"b[{g}]", x, 2)
+        device, dtype, items = b[0].device, b[0].dtype, tuple(b)
+    module = backends.select(backend, device)
+    transpose = bool(getattr(module, "native", False) and module.needs_transpose(dtype, layout))
+    if not transpose:
+        stored = b if items is None else items
+        return PackedWeights(stored, layout, layout, _scales(scales), module.NAME, False)
+    with torch.no_grad():
+        if items is None:
+            stored = module.transpose_b(b)
+        else:
+            stored = tuple(module.transpose_b(x) for x in items)
+    return PackedWeights(stored, "RC", layout, _scales(scales), module.NAME, True)
+
+
+def _scales(scales):
+    if scales is None or isinstance(scales, torch.Tensor):
+        return scales
+    return tuple(scales)
+
+
+def unwrap(op: str, b, layout, scale_b):
+    """(b, layout, scale_b) a call computes with: the stored weights when ``b`` is a PackedWeights."""
+    if not isinstance(b, PackedWeights):
+        return b, layout, scale_b
+    if layout is not None and layout != b.source_layout:
+        fail(op, None, "b", None, f"prepacked from layout {b.source_layout}, but the call asks for layout {layout}; "
+             "leave layout unset or pass the weights' own layout", Rule.PREPACKED)
+    if scale_b is not None and b.scale_b is not None:
+        fail(op, None, "scale_b", None, "given twice: the prepacked weights carry their scales already",
+             Rule.PREPACKED)
+    stored = list(b.b) if b.is_list else b.b
+    return stored, b.layout, scale_b if scale_b is not None else (
+        list(b.scale_b) if isinstance(b.scale_b, tuple) else b.scale_b)

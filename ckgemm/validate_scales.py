@@ -1,0 +1,168 @@
+"""Validation of scaled low-precision calls: the scale recipes of DESIGN.md and the output dtype.
+
+``C = (A * sA) @ op(B * sB)`` in fp32, rounded once to ``out_dtype``. Scales are float32, indexed in the
+logical [M, K] / [N, K] orientation whatever the storage layout of B. The recipe is read from the scales'
+ranks and must be the same for A and B (and, in the list form, for every group):
+
+| recipe | packed scale_a       | packed scale_b         | list scale_a[i]        | list scale_b[i]             | inputs    |
+|--------|----------------------|------------------------|------------------------|-----------------------------|-----------|
+| tensor | []                   | [G]                    | []                     | []                          | fp8, int8 |
+| row    | [sum M]              | [G, N]                 | [M_i]                  | [N_i]                       | fp8, int8 |
+| block  | [sum M, ceil(K/128)] | [G, ceil(N/128), ceil(K/128)] | [M_i, ceil(K_i/128)] | [ceil(N_i/128), ceil(K_i/128)] | fp8 |
+
+Scales must be contiguous (the block kernels read each group's scales as one compact array).
+"""
+from __future__ import annotations
+
+import torch
+
+from ._checks import check_sequence, fail
+from .dtypes import DtypeRule
+from .errors import InvalidArgumentError, InvalidTypeError, Rule
+
+BLOCK = 128  # K (and N) granularity of the block recipe: 1x128 for A, 128x128 for B
+SCALED_OUTPUTS = (torch.bfloat16, torch.float16, torch.float32)
+DEFAULT_SCALED_OUTPUT = torch.bfloat16
+RECIPES = ("none", "tensor", "row", "block")
+_LIST_RANKS = {0: "tensor", 1: "row", 2: "block"}  # rank of a per-group scale -> recipe (A and B alike)
+_PACKED_A_RANKS = {0: "tensor", 1: "row", 2: "block"}
+_PACKED_B_RANKS = {1: "tensor", 2: "row", 3: "block"}
+
+
+def blocks(x: int) -> int:
+    return -(-x // BLOCK)
+
+
+def _check_scale_tensor(op, group, name, s, device) -> None:
+    if not isinstance(s, torch.Tensor):
+        raise InvalidTypeError(f"{op}: " + (f"group {group}: " if group is not None else "")
+                               + f"{name} is a {type(s).__name__}, not a torch.Tensor", rule=Rule.NOT_A_TENSOR,
+                               group=group)
+    if s.dtype != torch.float32:
+        fail(op, group, name, s, f"scales must be float32, got {s.dtype}", Rule.SCALE_DTYPE, InvalidTypeError)
+    if s.device != device:
+        fail(op, group, name, s, f"is on {s.device}, but the inputs are on {device}", Rule.DEVICE)
+    if s.requires_grad and torch.is_grad_enabled():
+        fail(op, group, name, s, "requires grad, but ckgemm ops are not differentiable; "
+              "wrap the call in torch.no_grad() or detach the inputs", Rule.REQUIRES_GRAD)
+
+
+def _recipe_of(op, group, name, s, ranks: dict, expected_forms: str) -> str:
+    recipe = ranks.get(s.dim())
+    if recipe is None:
+        fail(op, group, name, s, f"a {s.dim()}-D scale fits no recipe; expected {expected_forms}", Rule.SCALE_SHAPE)
+    return recipe
+
+
+def _check_recipe(op, group, rule: DtypeRule, recipe_a: str, recipe_b: str, first: str | None, sa, sb) -> str:
+    if recipe_a != recipe_b:
+        fail(op, group, "scale_b" + (f"[{group}]" if group is not None else ""), sb,
+              f"recipe mix: scale_a is {recipe_a}-wise but scale_b is {recipe_b}-wise; both must use one recipe "
+              "(tensor, row or block)", Rule.SCALE_RECIPE)
+    if first is not None and recipe_a != first:
+        fail(op, group, f"scale_a[{group}]", sa, f"group {group} uses {recipe_a} scales but group 0 uses {first}; "
+              "one call uses one recipe", Rule.SCALE_RECIPE)
+    if recipe_a == "block" and not rule.input.is_floating_point:
+        fail(op, group, "scale_a" + (f"[{group}]" if group is not None else ""), sa,
+              f"block scales are for fp8 inputs; {rule.input} takes tensor or row scales", Rule.SCALE_RECIPE_DTYPE)
+    return recipe_a
+
+
+def _check_layout_of(op, group, name, s, expected: tuple[int, ...], recipe: str, meaning: str) -> None:
+    if tuple(s.shape) != expected:
+        fail(op, group, name, s, f"the {recipe} recipe expects shape {expected} = {meaning}", Rule.SCALE_SHAPE)
+    if not s.is_contiguous():
+        fail(op, group, name, s, "scales must be contiguous; call .contiguous() first", Rule.SCALE_STRIDE)
+
+
+def _common(op, rule: DtypeRule, scale_a, scale_b) -> bool:
+    """True when the call is scaled; raises for half-given scales or scales on 16-bit inputs."""
+    if scale_a is None and scale_b is None:
+        return False
+    if scale_a is None or scale_b is None:
+        given, missing = ("scale_a", "scale_b") if scale_b is None else ("scale_b", "scale_a")
+        raise InvalidArgumentError(f"{op}: {given} is given but {missing} is not; a scaled call takes both",
+                                   rule=Rule.SCALES_PAIR)
+    if rule.input.itemsize != 1:
+        raise InvalidArgumentError(f"{op}: scale_a/scale_b given for {rule.input} inputs; scales are for fp8 and "
+                                   "int8 inputs (16-bit inputs are not quantized)", rule=Rule.SCALES_UNEXPECTED)
+    return True
+
+
+def list_scales(op, rule: DtypeRule, device, a_list, shapes, scale_a, scale_b) -> str:
+    """The recipe of a list-form call ("none" when unscaled)."""
+    if not _common(op, rule, scale_a, scale_b):
+        return "none"
+    for name, scales in (("scale_a", scale_a), ("scale_b", scale_b)):
+        check_sequence(op, name, scales, "float32 scale tensors")
+        if len(scales) != len(shapes):
+            raise InvalidArgumentError(f"{op}: {name} has {len(scales)} entries but there are {len(shapes)} groups",
+                                       rule=Rule.LIST_LENGTH)
+    forms = "[] (tensor), [M_i] / [N_i] (row) or [M_i, ceil(K_i/128)] / [ceil(N_i/128), ceil(K_i/128)] (block)"
+    first = None
+    for g, ((m, n, k), sa, sb) in enumerate(zip(shapes, scale_a, scale_b)):
+        _check_scale_tensor(op, g, f"scale_a[{g}]", sa, device)
+        _check_scale_tensor(op, g, f"scale_b[{g}]", sb, device)
+        recipe = _check_recipe(op, g, rule, _recipe_of(op, g, f"scale_a[{g}]", sa, _LIST_RANKS, forms),
+                               _recipe_of(op, g, f"scale_b[{g}]", sb, _LIST_RANKS, forms), first, sa, sb)
+        first = first or recipe
+        if recipe == "row":
+            _check_layout_of(op, g, f"scale_a[{g}]", sa, (m,), recipe, f"[M_{g}] (one per row of a[{g}])")
+            _check_layout_of(op, g, f"scale_b[{g}]", sb, (n,), recipe, f"[N_{g}] (one per output column)")
+        elif recipe == "block":
+            _check_layout_of(op, g, f"scale_a[{g}]", sa, (m, blocks(k)), recipe, f"[M_{g}, ceil(K_{g}/128)]")
+            _check_layout_of(op, g, f"scale_b[{g}]", sb, (blocks(n), blocks(k)), recipe,
+                             f"[ceil(N_{g}/128), ceil(K_{g}/128)]")
+    return first
+
+
+def packed_scales(op, rule: DtypeRule, device, rows: int, groups: int, n: int, k: int, scale_a, scale_b) -> str:
+    """The recipe of a packed call ("none" when unscaled)."""
+    if not _common(op, rule, scale_a, scale_b):
+        return "none"
+    _check_scale_tensor(op, None, "scale_a", scale_a, device)
+    _check_scale_tensor(op, None, "scale_b", scale_b, device)
+    recipe = _check_recipe(
+        op, None, rule,
+        _recipe_of(op, None, "scale_a", scale_a, _PACKED_A_RANKS, "[] (tensor), [sum M] (row) or [sum M, ceil(K/128)] (block)"),
+        _recipe_of(op, None, "scale_b", scale_b, _PACKED_B_RANKS, "[G] (tensor), [G, N] (row) or [G, ceil(N/128), ceil(K/128)] (block)"),
+        None, scale_a, scale_b)
+    expected = {
+        "tensor": (((), "[] (one value)"), ((groups,), "[G] (one per expert)")),
+        "row": (((rows,), "[sum M] (one per row of a)"), ((groups, n), "[G, N] (one per expert and output column)")),
+        "block": (((rows, blocks(k)), "[sum M, ceil(K/128)]"), ((groups, blocks(n), blocks(k)),
+                                                               "[G, ceil(N/128), ceil(K/128)]")),
+    }[recipe]
+    _check_layout_of(op, None, "scale_a", scale_a, expected[0][0], recipe, expected[0][1])
+    _check_layout_of(op, None, "scale_b", scale_b, expected[1][0], recipe, expected[1][1])
+    return recipe
+
+
+def output_dtype(op, rule: DtypeRule, recipe: str, out_dtype, outputs_given: bool) -> torch.dtype | None:
+    """The output dtype a call produces: the dtype table's when unscaled; ``out_dtype`` (default
+    bfloat16) when scaled. None for a scaled call that writes given outputs without naming out_dtype:
+    the outputs' own dtype then decides (``scaled_output_of``)."""
+    if out_dtype is not None and not isinstance(out_dtype, torch.dtype):
+        raise InvalidTypeError(f"{op}: out_dtype must be a torch.dtype, got {type(out_dtype).__name__}",
+                               rule=Rule.OUT_DTYPE)
+    if recipe == "none":
+        if out_dtype is not None and out_dtype != rule.output:
+            raise InvalidArgumentError(
+                f"{op}: out_dtype={out_dtype}, but unscaled {rule.input} inputs give {rule.output} (the dtype "
+                "table); pass scale_a and scale_b for a scaled output", rule=Rule.OUT_DTYPE)
+        return rule.output
+    if out_dtype is None:
+        return None if outputs_given else DEFAULT_SCALED_OUTPUT
+    if out_dtype not in SCALED_OUTPUTS:
+        names = ", ".join(str(d).replace("torch.", "") for d in SCALED_OUTPUTS)
+        raise InvalidArgumentError(f"{op}: out_dtype={out_dtype} is not a scaled output; choose one of {names}",
+                                   rule=Rule.OUT_DTYPE)
+    return out_dtype
+
+
+def scaled_output_of(op, first_output) -> torch.dtype:
+    """Output dtype of a scaled call with given outputs and no out_dtype: the first output's, if the
+    scaled kernels write it; else bfloat16 (and the output check then names the offending tensor)."""
+    if isinstance(first_output, torch.Tensor) and first_output.dtype in SCALED_OUTPUTS:
+        return first_output.dtype
+    return DEFAULT_SCALED_OUTPUT
