@@ -76,7 +76,7 @@ def test_scales_have_the_layouts_of_the_design_table(layout):
                                packed.scale_b[2])
         torch.testing.assert_close(mine, ref, rtol=1e-5, atol=1e-4)
     int8 = operands.build(CASE, "packed", layout, torch.int8, "row", 0, "cpu")
-    assert int8.a.dtype == torch.int8 and int8.tolerance_dtype == torch.bfloat16 and not int8.exact
+    assert int8.a.dtype == torch.int8 and int8.scaled and not int8.exact and int8.out_dtype == torch.bfloat16
 
 
 def test_guard_bands_locate_writes_outside_the_outputs():

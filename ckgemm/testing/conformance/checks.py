@@ -16,6 +16,7 @@ from .judge import judge
 from .kernel import Kernel, describe, is_fatal
 from ..bench import capture_graph
 from ..data import poisoned, unwritten
+from ..shapes import Case
 
 STATUSES = ("pass", "fail", "unsupported", "n/a", "error")
 BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
@@ -247,25 +248,27 @@ def run_graph(ctx, check, ops, row: Row) -> None:
     returned = []
     try:
         graph = capture_graph(lambda: returned.append(kernel.fn(*ops.args(sizes), **kwargs)))
-    except Exception as exc:  # noqa: BLE001 - capture refused (host sync, allocation) or a device fault
-        _refused(row, exc, "capture: ")
+    except Exception as exc:  # noqa: BLE001 - it cannot be captured (a host sync, say): not a wrong answer
+        _fail(row, "", f"capture: the op cannot be captured: {describe(exc)}", status="unsupported")
         return
     ms = list(ops.case.ms)
+    n, k = ops.case.ns[0], ops.case.ks[0]
     for new in (ms[1:] + ms[:1], ms):
         sizes.copy_(torch.tensor(new, dtype=sizes.dtype))
         out = guarded.out if guarded is not None else returned[-1]
         _poison_(guarded.buffer if guarded is not None else out)
+        what = f"replay with sizes {new}: "
         try:
             graph.replay()
             torch.cuda.synchronize()
         except Exception as exc:  # noqa: BLE001
-            _refused(row, exc, f"replay with sizes {new}: ")
+            _refused(row, exc, what)
             return
-        what = f"replay with sizes {new}: "
         if guarded is not None and (guarded.guard_writes() or _unwritten_any(out)):
             _fail(row, "graph", what + (guarded.guard_writes() or "output elements left unwritten"))
             return
-        if not verdict(row, list(torch.split(out, new)), ops.reference(new), ops, what):
+        replayed = dataclasses.replace(ops, case=Case(tuple((m, n, k) for m in new), ops.case.purpose))
+        if not verdict(row, list(torch.split(out, new)), ops.reference(new), replayed, what):
             row.failed = "graph"
             return
     row.status, row.detail = "pass", f"replayed with sizes {ms[1:] + ms[:1]} and {ms}; {_summary(row.metrics)}"

@@ -1,9 +1,10 @@
 """The verdict on a kernel's values against the reference built from the same (quantized) operands.
 
-Per group, two criteria (``check``'s): every element within CK-tile's tolerance for that group (from the
-dtypes, the group's K and its own max|ref|; integers exactly), and ``calc_diff`` at most ``MAX_DIFF`` of
-the output dtype, DeepGEMM's bounds for a reference that shares the kernel's quantization (5e-6, or 3e-5
-when bf16 is involved; DeepGEMM compares its fp8 kernels with 1e-3 only against unquantized inputs).
+Per group, two criteria (``check``'s): every element within the harness's tolerance for that group, from
+the dtypes, the group's K and its own max|ref| (CK-tile's model; with scales ``numeric.scaled_tolerance``;
+integers exactly), and ``calc_diff`` within a bound: with scales ``numeric.scaled_max_diff`` of the output
+dtype; without, ``MAX_DIFF``, DeepGEMM's bounds for a reference that shares the kernel's inputs (5e-6, or
+3e-5 when bf16 is involved; DeepGEMM compares its fp8 kernels with 1e-3 only against unquantized inputs).
 
 On a GPU the comparison runs where the tensors are (``gpu_verify``, statistics only); a failure is
 re-run through ``check`` on the CPU for its per-group report when the outputs are small enough to copy.
@@ -15,15 +16,15 @@ import math
 import torch
 
 from ..check import check, group_tolerance
-from ..numeric import calc_diff
+from ..numeric import calc_diff, scaled_max_diff
 from ..verify import gpu_verify
 
 MAX_DIFF = {torch.bfloat16: 3e-5, torch.float16: 5e-6, torch.float32: 5e-6}
 CPU_REPORT_LIMIT = 1 << 24  # output elements: beyond this a GPU failure is described by its statistics alone
 
 
-def max_diff(out_dtype: torch.dtype) -> float:
-    return MAX_DIFF.get(out_dtype, 5e-6)
+def max_diff(ops) -> float:
+    return scaled_max_diff(ops.out_dtype) if ops.scaled else MAX_DIFF.get(ops.out_dtype, 5e-6)
 
 
 def judge(outs, refs, ops, *, on_device: bool | None = None) -> tuple[bool, str, dict, str]:
@@ -36,8 +37,8 @@ def judge(outs, refs, ops, *, on_device: bool | None = None) -> tuple[bool, str,
         if ok or sum(o.numel() for o in outs) > CPU_REPORT_LIMIT:
             return ok, detail, metrics, ""
         outs, refs = [o.cpu() for o in outs], [r.cpu() for r in refs]
-    criteria = {} if ops.exact else dict(in_dtype=ops.tolerance_dtype, k=list(ops.case.ks), acc_dtype=torch.float32,
-                                         max_diff=max_diff(ops.out_dtype))
+    criteria = {} if ops.exact else dict(in_dtype=ops.dtype, k=list(ops.case.ks), scaled=ops.scaled,
+                                         max_diff=max_diff(ops))
     report = check(outs, refs, name=str(ops.case), raise_on_failure=False, **criteria)
     summary = report.summary()
     metrics = {key: summary[key] for key in ("max_abs_err", "worst_group", "calc_diff", "mismatches")}
@@ -62,10 +63,10 @@ def _reason(report, case) -> str:
 
 
 def _on_device(outs, refs, ops) -> tuple[bool, str, dict]:
-    bound = None if ops.exact else max_diff(ops.out_dtype)
+    bound = None if ops.exact else max_diff(ops)
     worst, first_bad, diffs, mismatches = None, None, [], 0
     for g, (o, r, k) in enumerate(zip(outs, refs, ops.case.ks)):
-        rtol, atol = (0.0, 0.0) if ops.exact else group_tolerance(o, r, ops.tolerance_dtype, k, torch.float32)
+        rtol, atol = (0.0, 0.0) if ops.exact else group_tolerance(o, r, ops.dtype, k, scaled=ops.scaled)
         stats = gpu_verify(o, r, rtol, atol)
         diff = None if bound is None else calc_diff(o, r)
         diffs += [] if diff is None else [diff]

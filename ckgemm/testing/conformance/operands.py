@@ -2,73 +2,54 @@
 calling convention says, and the reference that multiplies exactly what the kernel was given.
 
 Recipes (scales float32, indexed in the logical [M, K] / [N, K] orientation whatever B's storage; DESIGN.md
-"Scaled low precision"):
+"Scaled low precision"), from the harness's casts, which return exactly these layouts:
 
-| recipe | scale_a packed  | scale_b packed             | list form, per group        | dtypes    |
-|--------|-----------------|----------------------------|-----------------------------|-----------|
-| tensor | []              | [G]                        | [] / []                     | fp8, int8 |
-| row    | [sum M]         | [G, N]                     | [M_i] / [N_i]               | fp8, int8 |
-| block  | [sum M, K/128]  | [G, N/128, K/128] (ceil)   | [M_i, K/128] / [N/128, K/128] | fp8     |
+| recipe | scale_a packed  | scale_b packed             | list form, per group            | dtypes    |
+|--------|-----------------|----------------------------|---------------------------------|-----------|
+| tensor | []              | [G]                        | [] / []                         | fp8, int8 |
+| row    | [sum M]         | [G, N]                     | [M_i] / [N_i]                   | fp8, int8 |
+| block  | [sum M, K/128]  | [G, N/128, K/128] (ceil)   | [M_i, K/128] / [N_i/128, K/128] | fp8       |
 
 The packed form quantizes A as one tensor (its tensor recipe has one scale for all groups); the list form
-quantizes each group on its own. The reference dequantizes the very codes and scales (``quant.dequant``)
-and multiplies in fp32, or exactly in integers for int8 without scales (``reference`` module).
+quantizes each group on its own. RR weights are cast in their logical [N, K] orientation and stored
+transposed. The reference gets the very ``(codes, scale)`` pairs and dequantizes them (``reference``).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 
 from .. import data, quant
 from ...dtypes import rule_for
-from ..quant import Quantized
 from ..reference import grouped_gemm_reference, grouped_gemm_reference_packed
 from ..shapes import Case
 
 QUANTS = ("none", "tensor", "row", "block")
-GRAN = 128  # DeepGEMM's block: 1 x 128 for A, 128 x 128 for B
 QUANT_DTYPES = {"none": ("fp16", "bf16", "fp8", "int8"), "tensor": ("fp8", "int8"), "row": ("fp8", "int8"),
                 "block": ("fp8",)}
 VALUES = ("normal", "int8_large")  # int8_large: codes in [64, 127], so sums pass 2**24 (fp32 is inexact there)
 
 
-def _blocks(recipe: str, layout: str) -> tuple[tuple, tuple]:
-    """Rows x cols of one scale (None: the whole dimension) for A [M, K] and for B as stored."""
+def _casts(recipe: str, dtype: torch.dtype):
+    """(cast of A, cast of B in its logical [.., N, K] orientation) for a recipe and code dtype."""
+    if not dtype.is_floating_point:
+        per = "tensor" if recipe == "tensor" else "row"
+        return (lambda x: quant.cast_to_int8(x, per),) * 2
     if recipe == "tensor":
-        return (None, None), (None, None)
+        return (lambda x: quant.per_tensor_cast_to_fp8(x, dtype=dtype),) * 2
     if recipe == "row":
-        return (1, None), ((1, None) if layout == "RC" else (None, 1))
-    return (1, GRAN), (GRAN, GRAN)
+        return (lambda x: quant.per_row_cast_to_fp8(x, dtype=dtype),) * 2
+    return (lambda x: quant.per_token_cast_to_fp8(x, dtype=dtype),
+            lambda x: quant.per_block_cast_to_fp8(x, dtype=dtype))
 
 
-def a_scale_shape(recipe: str, m: int, k: int) -> tuple[int, ...]:
-    return {"tensor": (), "row": (m,), "block": (m, math.ceil(k / GRAN))}[recipe]
-
-
-def b_scale_shape(recipe: str, n: int, k: int) -> tuple[int, ...]:
-    """One group's B scales, logical orientation (N before K)."""
-    return {"tensor": (), "row": (n,), "block": (math.ceil(n / GRAN), math.ceil(k / GRAN))}[recipe]
-
-
-def _quantize(x: torch.Tensor, block: tuple, dtype: torch.dtype) -> Quantized:
-    if dtype.is_floating_point:
-        return quant.cast_to_fp8(x, block, dtype=dtype)
-    if block == (None, 1):  # one scale per column: the row cast of the transpose
-        q = quant.cast_to_int8(x.transpose(-2, -1), "row")
-        return Quantized(q.data.transpose(-2, -1).contiguous(), q.scale.transpose(-2, -1).contiguous(),
-                         (q.block[1], q.block[0]), "int8", tuple(x.shape))
-    return quant.cast_to_int8(x, "row" if block == (1, None) else "tensor")
-
-
-def _fit(scale: torch.Tensor, shape: tuple, transpose: bool = False) -> torch.Tensor:
-    """A cast's scales in the convention's shape. Empty operands have a degenerate scale grid; any
-    scale fits them (there is nothing to scale), so they get ones."""
-    scale = scale.transpose(-2, -1) if transpose else scale
-    if scale.numel() != math.prod(shape):
-        return torch.ones(shape, dtype=torch.float32, device=scale.device)
-    return scale.reshape(shape).contiguous()
+def _quantize(x: torch.Tensor, cast, layout: str = "RC", is_b: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """(codes as stored, scales in the logical orientation)."""
+    if not (is_b and layout == "RR"):
+        return tuple(cast(x))
+    codes, scale = cast(x.transpose(-2, -1))
+    return codes.transpose(-2, -1).contiguous(), scale
 
 
 def _int8_large(shape, gen, device) -> torch.Tensor:
@@ -103,7 +84,7 @@ class Operands:
     sizes: torch.Tensor | None  # packed: int32 [G] on the device
     scale_a: object  # None without scales
     scale_b: object
-    ref_a: object  # what the reference multiplies: the same tensors, or Quantized codes + scales
+    ref_a: object  # what the reference multiplies: the same tensors, or (codes, scale) pairs
     ref_b: object
     seed: int
 
@@ -118,12 +99,6 @@ class Operands:
     @property
     def device(self) -> torch.device:
         return (self.a if self.form == "packed" else self.a[0]).device if self.case.groups else torch.device("cpu")
-
-    @property
-    def tolerance_dtype(self) -> torch.dtype:
-        """The input dtype CK-tile's tolerance model is given: the codes' dtype, except for int8 with scales,
-        whose products are exact and whose only error is the fp32 epilogue and one rounding to out_dtype."""
-        return self.out_dtype if self.scaled and not self.dtype.is_floating_point else self.dtype
 
     def args(self, sizes: torch.Tensor | None = None) -> tuple:
         """The positional arguments of the calling convention (``sizes`` replaces the group sizes)."""
@@ -163,17 +138,11 @@ def build(case: Case, form: str, layout: str, dtype: torch.dtype, recipe: str, s
         a, b, sizes = _plain(case, form, layout, dtype, seed, device, values)
         return Operands(case, form, layout, dtype, recipe, out_dtype, a, b, sizes, None, None, a, b, seed)
     src_a, src_b, sizes = _plain(case, form, layout, torch.float32, seed, device, "normal")
-    block_a, block_b = _blocks(recipe, layout)
-    turn = recipe == "block" and layout == "RR"  # B's block grid is stored [K/128, N/128]: turn it to N first
+    cast_a, cast_b = _casts(recipe, dtype)
     if form == "packed":
-        n, k, g = case.ns[0], case.ks[0], case.groups
-        qa, qb = _quantize(src_a, block_a, dtype), _quantize(src_b, block_b, dtype)
-        sa = _fit(qa.scale, a_scale_shape(recipe, src_a.shape[0], k))
-        sb = _fit(qb.scale, (g, *b_scale_shape(recipe, n, k)), transpose=turn)
-        return Operands(case, form, layout, dtype, recipe, out_dtype, qa.data, qb.data, sizes, sa, sb, qa, qb, seed)
-    qas = [_quantize(x, block_a, dtype) for x in src_a]
-    qbs = [_quantize(x, block_b, dtype) for x in src_b]
-    sas = [_fit(q.scale, a_scale_shape(recipe, m, k)) for q, (m, _, k) in zip(qas, case.shapes)]
-    sbs = [_fit(q.scale, b_scale_shape(recipe, n, k), transpose=turn) for q, (_, n, k) in zip(qbs, case.shapes)]
-    return Operands(case, form, layout, dtype, recipe, out_dtype, [q.data for q in qas], [q.data for q in qbs],
-                    None, sas, sbs, qas, qbs, seed)
+        (a, sa), (b, sb) = _quantize(src_a, cast_a), _quantize(src_b, cast_b, layout, True)
+        return Operands(case, form, layout, dtype, recipe, out_dtype, a, b, sizes, sa, sb, (a, sa), (b, sb), seed)
+    pairs_a = [_quantize(x, cast_a) for x in src_a]
+    pairs_b = [_quantize(x, cast_b, layout, True) for x in src_b]
+    return Operands(case, form, layout, dtype, recipe, out_dtype, [p[0] for p in pairs_a], [p[0] for p in pairs_b],
+                    None, [p[1] for p in pairs_a], [p[1] for p in pairs_b], pairs_a, pairs_b, seed)

@@ -58,10 +58,13 @@ def _timed(ctx, ops, iters: int, warmup: int) -> dict:
         result["notes"].append("CPU: perf_counter timing, no cache flush, no roofline")
         return result
     result["synced"] = bench(call, sync=True, **timing)
-    try:
-        result["graph"] = bench(call, graph=True, **timing)
-    except Exception as exc:  # noqa: BLE001 - not capturable (host sync, allocation): say why
-        result["notes"].append(f"graph n/a: {describe(exc)}")
+    if kernel.host_sizes:
+        result["notes"].append("graph n/a: the op reads group sizes on the host")
+    else:
+        try:
+            result["graph"] = bench(call, graph=True, **timing)
+        except Exception as exc:  # noqa: BLE001 - not capturable (a host sync, say): say why
+            result["notes"].append(f"graph n/a: {describe(exc)}")
     if kernel.prepare is not None:
         launch = kernel.prepare(*args, **kernel.keyword_args(None, None))
         result["kernel"] = bench(launch, **timing)
