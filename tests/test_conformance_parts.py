@@ -218,3 +218,36 @@ def test_exit_codes_and_every_output_format():
     assert "needs a CUDA device" in markdown and "purpose of k0" in markdown
     console = result.console()
     assert "group 1: 8 of 8 never written" in console and console.rstrip().endswith(result.verdict())
+
+
+def test_graph_replays_with_new_sizes_through_a_stand_in_for_cuda_graphs(monkeypatch):
+    """The graph check's logic on a CPU: 'capture' calls the op once and 'replay' calls it again (what a
+    graph does to device work). An op that reads its sizes each time passes; one that baked in the sizes
+    it saw when captured fails at the replay with the new ones."""
+    from ckgemm.testing.conformance import checks
+    from ckgemm.testing.conformance.catalogue import CATALOGUE
+
+    class Replayer:
+        def __init__(self, call):
+            self.call = call
+            call()
+
+        def replay(self):
+            self.call()
+    monkeypatch.setattr(checks, "capture_graph", Replayer)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *args: None)
+    graph = {c.id: c for c in CATALOGUE}["graph"]
+    baked = {}
+
+    def bakes_sizes(a, b, group_sizes, *, out=None):
+        sizes = baked.setdefault("sizes", group_sizes.clone())  # as a capture freezes host-read values
+        return kernels.reference_packed(a, b, sizes, out=out)
+
+    for fn, expected in ((kernels.reference_packed, ("pass", "")), (bakes_sizes, ("fail", "graph"))):
+        ctx = _ctx(fn)
+        case = graph.build(TIERS["smoke"], "packed", 0)
+        ops = operands.build(case, "packed", "RC", torch.float16, "none", 0, "cpu")
+        row = Row("graph", "", "", "packed", "RC", "fp16", "none", "n/a")
+        checks.run_graph(ctx, graph, ops, row)
+        assert (row.status, row.failed) == expected, row.detail
+    assert "replay with sizes [0, 17, 64, 3, 4, 40]: group 1 (M=17, N=128, K=192)" in row.detail, row.detail
