@@ -147,3 +147,12 @@ def test_adapters_that_cannot_run_here_are_unsupported_with_the_reason(op, quant
                  "--checks", "basic,moe_empty"]) == 3
     out = capsys.readouterr().out
     assert "NOTHING APPLIED" in out and reason in out
+
+
+def test_ckgemm_scaled_api_through_the_adapter_on_cpu(capsys):
+    """ckgemm's scale_a/scale_b/out_dtype keywords get the recipes' layouts in both forms and layouts."""
+    for quant, dtype in (("tensor", "int8"), ("row", "fp8"), ("block", "fp8")):
+        rc = main(["--op", "ckgemm", "--quant", quant, "--dtype", dtype, "--layout", "RC,RR", "--device", "cpu",
+                   "--checks", "basic,k0,odd_nk,moe_empty"])
+        out = capsys.readouterr().out
+        assert rc == 0 and "CONFORMS: 16 pass, 0 fail" in out, out

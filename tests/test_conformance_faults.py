@@ -66,64 +66,39 @@ def test_a_correct_kernel_passes_with_every_scale_recipe(recipe, dtype, form, la
     assert {r.check for r in rows if r.status == "pass"} >= {"basic", "k0", "odd_nk", "moe_empty", "long_k"}
 
 
-def test_dropping_the_last_group_fails_every_row_at_the_outputs():
-    rows = run(kernels.drop_last_group, "list")
-    assert verdicts(rows) == {r.check: ("fail", "outputs") for r in ran(rows)}
-    assert "returned 3 outputs for 4 groups" in {r.check: r.detail for r in rows}["basic"]
+# fault (a kernel of conformance_kernels): form, dtype, the rows it must fail (from the row's check id and
+# case shapes), the sub-check they fail at, rows that must and must not be among them, and words of one reason.
+FAULTS = {
+    "drop_last_group": ("list", "fp16", lambda check, s: True, "outputs",
+                        ({"basic", "all_empty", "hetero"}, set()), ("basic", "returned 3 outputs for 4 groups")),
+    "drop_last_group_packed": ("packed", "fp16", lambda check, s: s[-1][0] * s[-1][1] > 0, "unwritten",
+                               ({"basic", "empty_groups", "poison"}, {"k0", "n0"}), ("basic", "never written")),
+    "wrong_m_tail": ("packed", "fp16", lambda check, s: any(m % 16 and n and k for m, n, k in s), "values",
+                     ({"m1", "tile_edges", "odd_nk"}, {"basic", "long_k", "k0"}),
+                     ("tile_edges", "group 0 (M=127, N=128, K=192)")),
+    "fp16_accumulate": ("packed", "fp16", lambda check, s: check == "long_k", "values", ({"long_k"}, {"basic"}),
+                        ("long_k", "K=16384")),
+    "int8_through_fp32": ("packed", "int8", lambda check, s: check == "int8_exact", "values",
+                          ({"int8_exact"}, {"long_k"}), ("int8_exact", "outside rtol 0, atol 0")),
+    "skip_k0": ("packed", "fp16", lambda check, s: check == "k0", "unwritten", ({"k0"}, set()),
+                ("k0", "never written")),
+    "one_row_past": ("packed", "fp16", lambda check, s: sum(m for m, _, _ in s) and s[0][1], "outside",
+                     ({"poison", "basic", "k0"}, {"all_empty", "n0"}), ("basic", "after the end of the last output")),
+    "nondeterministic": ("packed", "fp16", lambda check, s: check == "determinism", "determinism",
+                         ({"determinism"}, set()), ("determinism", "differs from call 1 bit for bit")),
+    "modifies_input": ("packed", "fp16", lambda check, s: any(m * k for m, _, k in s), "inputs",
+                       ({"basic", "n0"}, {"k0", "all_empty"}), ("basic", "was modified by the call")),
+}
 
 
-def test_skipping_the_last_packed_group_leaves_its_rows_unwritten():
-    rows = run(kernels.drop_last_group_packed)
-    expected = {r.check for r in ran(rows) if shapes(r)[-1][0] * shapes(r)[-1][1] > 0}
-    assert verdicts(rows) == {c: ("fail", "unwritten") for c in expected}
-    assert {"basic", "empty_groups", "poison"} <= expected and "k0" not in expected  # k0's last group is empty
-
-
-def test_a_wrong_m_tail_fails_exactly_where_some_m_is_not_a_multiple_of_16():
-    rows = run(kernels.wrong_m_tail)
-    expected = {r.check for r in ran(rows) if any(m % 16 and n and k for m, n, k in shapes(r))}
-    assert verdicts(rows) == {c: ("fail", "values") for c in expected}
-    assert {"m1", "tile_edges", "odd_nk"} <= expected and not expected & {"basic", "long_k", "k0", "all_empty"}
-
-
-def test_fp16_accumulation_fails_only_the_long_k_row():
-    rows = run(kernels.fp16_accumulate)
-    assert verdicts(rows) == {"long_k": ("fail", "values")}
-    detail = {r.check: r.detail for r in rows}["long_k"]
-    assert "K=16384" in detail and "outside rtol" in detail
-
-
-def test_int8_through_fp32_fails_only_the_exact_int8_row():
-    rows = run(kernels.int8_through_fp32, dtype="int8")
-    assert verdicts(rows) == {"int8_exact": ("fail", "values")}
-    assert {r.check: r.status for r in rows}["long_k"] == "pass"  # random int8 stays below 2**24: exact there
-
-
-def test_unwritten_k0_outputs_fail_only_the_k0_row():
-    rows = run(kernels.skip_k0)
-    assert verdicts(rows) == {"k0": ("fail", "unwritten")}
-    assert "never written" in {r.check: r.detail for r in rows}["k0"]
-
-
-def test_writing_one_row_past_a_group_fails_at_the_guard_band():
-    rows = run(kernels.one_row_past)
-    expected = {r.check for r in ran(rows) if sum(m for m, _, _ in shapes(r)) and shapes(r)[0][1]}
-    assert verdicts(rows) == {c: ("fail", "outside") for c in expected}
-    assert {"poison", "basic", "k0"} <= expected and not expected & {"all_empty", "n0"}
-    assert "after the end of the last output" in {r.check: r.detail for r in rows}["basic"]
-
-
-def test_a_nondeterministic_kernel_fails_only_the_determinism_row():
-    rows = run(kernels.nondeterministic)
-    assert verdicts(rows) == {"determinism": ("fail", "determinism")}
-    assert "differs from call 1 bit for bit" in {r.check: r.detail for r in rows}["determinism"]
-
-
-def test_a_kernel_that_writes_its_inputs_fails_where_it_touches_them():
-    rows = run(kernels.modifies_input)
-    expected = {r.check for r in ran(rows) if any(m * k for m, _, k in shapes(r))}
-    assert verdicts(rows) == {c: ("fail", "inputs") for c in expected}
-    assert "was modified by the call" in {r.check: r.detail for r in rows}["basic"]
+@pytest.mark.parametrize("fault", FAULTS)
+def test_each_planted_fault_fails_exactly_its_rows_at_the_sub_check_meant_for_it(fault):
+    form, dtype, fails_where, failed, (among, not_among), (row, words) = FAULTS[fault]
+    rows = run(getattr(kernels, fault), form, dtype)
+    expected = {r.check for r in ran(rows) if fails_where(r.check, shapes(r))}
+    assert verdicts(rows) == {check: ("fail", failed) for check in expected}
+    assert among <= expected and not expected & not_among
+    assert words in {r.check: r.detail for r in rows}[row]
 
 
 def test_a_refused_dtype_is_unsupported_never_a_pass():

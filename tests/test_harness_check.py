@@ -131,3 +131,12 @@ def test_without_tolerances_it_uses_assert_close_defaults():
     check(ints, ints.clone())
     with pytest.raises(AssertionError, match=r"\(5,\)"):
         check(ints, torch.where(ints == 5, 6, ints))
+
+
+def test_raise_on_failure_false_returns_the_failed_report():
+    outs, refs = _groups("check-noraise", [(4, 4), (3, 5)])
+    outs[1] = outs[1].clone()
+    outs[1][2, 3] += 1.0
+    report = check(outs, refs, in_dtype=torch.float16, k=64, raise_on_failure=False)
+    assert not report.passed and [g.passed for g in report.groups] == [True, False]
+    assert report.groups[1].stats.examples[0][0] == (2, 3) and "FAILED: 1 of 2 groups fail" in str(report)
