@@ -170,6 +170,8 @@ def test_adapters_refuse_what_their_kernel_does_not_do_with_the_reason():
     row = operands.build(CASE, "packed", "RC", F8, "row", 0, "cpu")
     with pytest.raises(NotImplementedError, match="takes scales"):
         adapters.torch_scaled_grouped_mm(*plain.args())
+    with pytest.raises(NotImplementedError, match=r"torch._grouped_mm takes no scales \(run it with --quant none"):
+        adapters.torch_grouped_mm(*row.args())
     with pytest.raises(NotImplementedError, match="no 1x128 / 128x128 block recipe"):
         adapters.torch_scaled_grouped_mm(*block.args())
     with pytest.raises(NotImplementedError, match="--quant block"):

@@ -71,9 +71,15 @@ def ckgemm_packed(a, b, group_sizes, scale_a=None, scale_b=None, *, layout="RC",
 
 # torch ------------------------------------------------------------------------------------------------------
 
+def _unscaled(name: str, scale_a) -> None:
+    if scale_a is not None:
+        raise NotImplementedError(f"{name} takes no scales (run it with --quant none)")
+
+
 @adapter("packed")
-def torch_grouped_mm(a, b, group_sizes, *, layout="RC"):
+def torch_grouped_mm(a, b, group_sizes, scale_a=None, scale_b=None, *, layout="RC"):
     """``torch._grouped_mm(a, b[G, K, N], offs=cumsum(sizes))``: no scales (it has no fp8 path)."""
+    _unscaled("torch._grouped_mm", scale_a)
     return torch._grouped_mm(a, _b_kn(b, layout), offs=_offsets(group_sizes))
 
 
@@ -157,8 +163,9 @@ def deep_gemm_contiguous(a, b, group_sizes, scale_a=None, scale_b=None, *, layou
 # aiter ------------------------------------------------------------------------------------------------------
 
 @adapter("packed")
-def aiter_gmm(a, b, group_sizes, *, layout="RC", out=None):
+def aiter_gmm(a, b, group_sizes, scale_a=None, scale_b=None, *, layout="RC", out=None):
     """aiter's Triton grouped GEMM ``aiter.ops.triton.gmm.gmm(lhs, rhs[G, K, N], group_sizes)``."""
+    _unscaled("aiter's gmm", scale_a)
     gmm = _require("aiter.ops.triton.gmm", "pip install aiter (ROCm)").gmm
     return gmm(a, _b_kn(b, layout), group_sizes, preferred_element_type=a.dtype, existing_out=out)
 

@@ -111,8 +111,7 @@ def _kernels(args, spec: str) -> list:
     if len(fns) == 1 and declared[0] is None and len(forms) > 1:
         raise UsageError(f"--form {args.form}: one function serves one calling convention; run each form separately")
     layouts = _names(args.layout, LAYOUTS, "layout") or ["RC"]
-    label = spec if len(fns) == 1 else f"{spec} ({{}})"
-    return [Kernel.wrap(fn, label.format(getattr(fn, "__name__", form)), form, layout)
+    return [Kernel.wrap(fn, spec if len(fns) == 1 else f"{spec} ({getattr(fn, '__name__', form)})", form, layout)
             for form, fn in chosen for layout in layouts]
 
 
