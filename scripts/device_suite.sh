@@ -11,6 +11,7 @@
 #   host      benchmarks/bench_host.py (end to end vs graph, profiler breakdown, host loop)
 #   repack    benchmarks/bench_repack.py (transpose bandwidth; 8-bit RR per call / prepacked / RC)
 #   dist      the expert-parallel MoE flow with NCCL at world size 1 (bf16, fp8, scaled), and --bench
+#   pack      put every log and report of $OUT into $OUT/logs.tgz (the device returns at most 8 files)
 #   verify    benchmarks/bench_verify.py (gpu_verify against assert_close and the copy bandwidth)
 #   sanitize  compute-sanitizer memcheck over a reduced GPU suite, racecheck over one case per family
 #   tune      benchmarks/bench_grouped_gemm.py --only-ours --graph on $TUNE_CASES x $TUNE_DTYPES
@@ -110,6 +111,9 @@ for stage in "$@"; do
       prof verify 2 --who verify
       python3 scripts/profile_kernels.py summarize /tmp/ncu_*.csv > "$OUT/ncu.md" 2>> "$OUT/ncu.log"
       echo "== profile: $((SECONDS - start)) s"; cat "$OUT/ncu.md" | head -80 ;;
+    pack)  # at most 8 files come back from the device: everything but the .so in one archive
+      tar czf /tmp/logs.tgz -C "$OUT" --exclude '_C*.so' . && find "$OUT" -type f ! -name '_C*.so' -delete \
+        && mv /tmp/logs.tgz "$OUT/logs.tgz" ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac
 done
