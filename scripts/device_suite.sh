@@ -60,8 +60,10 @@ for stage in "$@"; do
       ls -la "$OUT"/_C*.so ;;
     test)
       run pytest python3 -m pytest $PLUGIN -q -ra tests ;;
-    gputest)
-      run pytest python3 -m pytest $PLUGIN -q -ra -m gpu tests ;;
+    gputest)  # one process per file, so a crash in one file does not hide the others' results
+      for f in $(grep -l "mark.gpu\|MARKS" tests/test_*.py); do
+        run "gpu_$(basename "$f" .py)" python3 -X faulthandler -m pytest $PLUGIN -q -ra --tb=short -m gpu "$f"
+      done ;;
     smoke)
       run smoke python3 op_tests/test_grouped_gemm.py --smoke
       run moe python3 op_tests/test_grouped_gemm.py --moe
