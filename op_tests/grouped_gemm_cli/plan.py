@@ -69,17 +69,19 @@ def dtypes_for(names, device: torch.device, explicit: bool) -> tuple[tuple[str, 
 
 
 def variants_for(dtypes, recipes) -> tuple[tuple[Variant, ...], tuple[str, ...]]:
-    """Every meaningful (dtype, recipe) pair, and a note for each pair asked for that has none."""
-    variants, skipped = [], []
+    """Every meaningful (dtype, recipe) pair, and one note per dtype for the recipes asked for that it lacks."""
+    variants, missing = [], {}
     for recipe in recipes:
         for name, dtype in dtypes:
             if recipe == "none" or name in RECIPE_DTYPES[recipe]:
                 variants.append(Variant(name, dtype, recipe))
-            elif name in ("fp16", "bf16"):
-                skipped.append(f"{name} --quant {recipe}: fp16/bf16 take no scales (recipes are for fp8 and int8)")
             else:
-                skipped.append(f"{name} --quant {recipe}: the {recipe} recipe is for "
-                               f"{' and '.join(RECIPE_DTYPES[recipe])} only")
+                missing.setdefault(name, []).append(recipe)
+    skipped = []
+    for name, lacking in missing.items():
+        why = ("fp16/bf16 take no scales (the recipes are for fp8 and int8)" if name in ("fp16", "bf16") else
+               f"no {'/'.join(lacking)} recipe for {name} (block scales are for fp8 only)")
+        skipped.append(f"{name} --quant {' '.join(lacking)}: {why}")
     return tuple(variants), tuple(skipped)
 
 
