@@ -33,10 +33,10 @@ def _header(args, plan) -> None:
         print(f"SKIP {note}")
 
 
-def _timed_row(item, variant, layout, outcome, prepared, ceilings, timing, device) -> dict:
+def _timed_row(item, variant, layout, outcome, prepared, ceilings, timing, device, aiter) -> dict:
     """Time one passed case, print its perf line, and return the report columns of the timing."""
     flops, nbytes = work(item.case, variant.dtype, output_dtype(variant))
-    timed = time_run(prepared, item.case, variant.quant, timing["warmup"], timing["repeat"], device)
+    timed = time_run(prepared, item.case, variant.quant, timing["warmup"], timing["repeat"], device, aiter)
     print("     " + perf_line(f"{variant.label} {layout} {item.form}", item.case, outcome.kernel, timed, ceilings,
                               variant.name))
     mfu = mfu_pct(flops, timed.ms, ceilings, variant.name)
@@ -63,7 +63,8 @@ def run_cases(args, plan, report: Report, ceilings) -> int:
                            error=outcome.summary, passed=outcome.passed, form=item.form, quant=variant.quant,
                            kernel=outcome.kernel)
                 if outcome.passed and item.perf and not args.no_perf and item.case.flops > 0:
-                    row.update(_timed_row(item, variant, layout, outcome, prepared, ceilings, timing, plan.device))
+                    row.update(_timed_row(item, variant, layout, outcome, prepared, ceilings, timing, plan.device,
+                                          args.aiter))
                 report.add(**row)
     return failures
 

@@ -14,6 +14,11 @@ happen here, once, outside any timed call.
 Scaled fp8 (``scaled_loop_peer``, ``grouped_peer(..., scales=)``): the same ops with the run's own scales
 (tensor recipe: one scale per operand; row recipe: per token x per channel), bf16 output: the exact peers
 of ckgemm's tensor and row recipes. Block scales have no torch peer here.
+
+aiter (``aiter_loop_peer``, ROCm, on request only: aiter JIT-compiles an op's module on its first call,
+which the probe makes, outside any timed window): a loop over groups of ``aiter.tuned_gemm.tgemm.mm``
+(fp16/bf16), ``aiter.gemm_a8w8_CK`` (row scales) or ``aiter.gemm_a8w8_blockscale`` (block scales), B as
+[N, K] (aiter's ``WQ``), bf16 output for the scaled ones.
 """
 from __future__ import annotations
 
@@ -106,6 +111,37 @@ def grouped_peer(a: torch.Tensor, b_kn: torch.Tensor, sizes, scales=None) -> Pee
     if not hasattr(torch, "_grouped_mm"):
         return Peer("_grouped_mm", None, "missing in this torch")
     return _probe("_grouped_mm", lambda: torch._grouped_mm(a, b_kn, offs=offs), capturable=dtype == torch.bfloat16)
+
+
+def _aiter_call(aiter, recipe: str, dtype: torch.dtype):
+    """aiter's GEMM for (recipe, dtype) as fn(a, b_nk, sa, sb), or a string saying why there is none."""
+    if recipe == "none" and dtype in (torch.float16, torch.bfloat16):
+        from aiter.tuned_gemm import tgemm
+
+        return lambda a, b, sa, sb: tgemm.mm(a, b, None, otype=dtype)
+    if recipe == "row":
+        return lambda a, b, sa, sb: aiter.gemm_a8w8_CK(a, b, sa.reshape(-1, 1), sb.reshape(1, -1), None,
+                                                       torch.bfloat16)
+    if recipe == "block" and dtype in FP8:
+        return lambda a, b, sa, sb: aiter.gemm_a8w8_blockscale(a, b, sa, sb, torch.bfloat16)
+    return f"no aiter GEMM here for {str(dtype).replace('torch.', '')} with {recipe} scales"
+
+
+def aiter_loop_peer(a_list, bk_list, recipe: str = "none", sa_list=None, sb_list=None) -> Peer:
+    """A loop over groups of aiter's GEMM for this dtype and recipe (see the module doc)."""
+    name = "aiter loop"
+    try:
+        import aiter
+    except Exception as exc:  # noqa: BLE001 - not installed, or installed for another ROCm/torch
+        return Peer(name, None, f"aiter is not importable: {type(exc).__name__}: {exc}"[:100])
+    call = _aiter_call(aiter, recipe, a_list[0].dtype)
+    if isinstance(call, str):
+        return Peer(name, None, call)
+    sa_list = sa_list or [None] * len(a_list)
+    sb_list = sb_list or [None] * len(a_list)
+    mats = [(a, bk.t().contiguous(), sa, sb) for a, bk, sa, sb in zip(a_list, bk_list, sa_list, sb_list)
+            if a.shape[0] and bk.shape[1]]
+    return _probe(name, lambda: [call(*m) for m in mats])
 
 
 def peers(a_list, bk_list, packed=None) -> list[Peer]:

@@ -89,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument("-b", "--backend", default=None, help="ckgemm backend (default: best available)")
     what.add_argument("--seed", type=int, default=0, help="seed of shapes and data (printed); default 0")
     what.add_argument("--no-perf", action="store_true", help="skip timing")
+    what.add_argument("--aiter", action="store_true",
+                      help="also time a loop of aiter's GEMMs where aiter is importable (ROCm); aiter may "
+                           "JIT-compile its modules on the first call, which takes minutes")
     timing = p.add_argument_group("timing")
     timing.add_argument("--warmup", type=int, default=5, help="untimed calls first; default 5")
     timing.add_argument("--repeat", type=int, default=20, help="timed calls; default 20")

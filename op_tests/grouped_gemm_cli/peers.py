@@ -1,12 +1,13 @@
 """The run's operands handed to the harness's peers (ckgemm.testing.peers): per-group views for the loop
 peer, and packed operands for the grouped peer when the groups share N and K. Scaled fp8 runs get the
 peers with their own scales (``torch._scaled_mm`` loop for tensor/row, ``torch._scaled_grouped_mm`` for
-row); scaled int8 runs get the ``torch._int_mm`` loop over the codes (the integer product, no scales)."""
+row); scaled int8 runs get the ``torch._int_mm`` loop over the codes (the integer product, no scales).
+With ``aiter=True`` a third peer, a loop of aiter's GEMMs (ROCm; it may JIT-compile aiter's modules)."""
 from __future__ import annotations
 
 import torch
 
-from ckgemm.testing.peers import FP8, Peer, grouped_peer, loop_peer, peers, scaled_loop_peer
+from ckgemm.testing.peers import FP8, Peer, aiter_loop_peer, grouped_peer, loop_peer, peers, scaled_loop_peer
 
 
 def _group_views(p):
@@ -59,12 +60,16 @@ def _scaled_peers(p, case, recipe: str) -> list[Peer]:
     return found
 
 
-def peers_for(p, case, recipe: str = "none") -> list[Peer]:
-    """The loop peer and the grouped peer of this run (each possibly n/a)."""
-    if recipe != "none":
-        return _scaled_peers(p, case, recipe)
+def peers_for(p, case, recipe: str = "none", aiter: bool = False) -> list[Peer]:
+    """The loop peer and the grouped peer of this run (each possibly n/a), and aiter's when asked for."""
     a_list, bk_list = _group_views(p)
-    found = peers(a_list, bk_list, _packed(p, case))
-    if len(found) == 1:
-        found.append(Peer("grouped", None, "groups differ in N or K"))
+    if recipe != "none":
+        found = _scaled_peers(p, case, recipe)
+    else:
+        found = peers(a_list, bk_list, _packed(p, case))
+        if len(found) == 1:
+            found.append(Peer("grouped", None, "groups differ in N or K"))
+    if aiter:
+        scales = _group_scales(p, case, recipe) if recipe != "none" else (None, None)
+        found.append(aiter_loop_peer(a_list, bk_list, recipe, *scales))
     return found

@@ -11,7 +11,7 @@ from ckgemm.testing import bench, paired_ab, roofline
 
 from .peers import peers_for
 
-PEER_COLUMNS = ("loop", "grouped")
+PEER_COLUMNS = ("loop", "grouped", "aiter")
 
 
 def work(case, dtype: torch.dtype, out_dtype: torch.dtype) -> tuple[int, int]:
@@ -48,20 +48,23 @@ class Timed:
         return self.ours.median_ms
 
     def columns(self) -> dict:
-        """Report columns: vs_<peer> ratios ("n/a" when absent), <peer>_ms and <peer>_peer names."""
+        """Report columns: vs_<peer> ratios ("n/a" when absent), <peer>_peer names, and <peer>_ms or, for a
+        peer not available here, <peer>_reason."""
         out = {}
         for pt in self.peers:
             out[f"vs_{pt.column}"] = "n/a" if pt.ms is None else f"{pt.speedup:.2f}x"
             out[f"{pt.column}_peer"] = pt.name
             if pt.ms is not None:
                 out[f"{pt.column}_ms"] = pt.ms
+            else:
+                out[f"{pt.column}_reason"] = pt.reason
         return out
 
 
-def time_run(p, case, recipe: str, warmup: int, repeat: int, device) -> Timed:
+def time_run(p, case, recipe: str, warmup: int, repeat: int, device, aiter: bool = False) -> Timed:
     """Our BenchResult, then each peer of the run paired against ckgemm."""
     timed = Timed(bench(p.call, warmup=warmup, iters=repeat, device=device))
-    for column, peer in zip(PEER_COLUMNS, peers_for(p, case, recipe)):
+    for column, peer in zip(PEER_COLUMNS, peers_for(p, case, recipe, aiter)):
         if peer.fn is None:
             timed.peers.append(PeerTime(column, peer.name, reason=peer.reason))
             continue

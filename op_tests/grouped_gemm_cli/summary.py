@@ -12,7 +12,8 @@ from tabulate import tabulate
 
 CASE_COLUMNS = ("dtype", "quant", "layout", "form", "shape", "purpose", "kernel", "ckgemm us", "ckgemm TFLOPS",
                 "MFU %", "roofline %", "loop peer", "loop us", "ckgemm vs loop", "grouped peer", "grouped us",
-                "ckgemm vs grouped", "err", "passed")
+                "ckgemm vs grouped", "aiter peer", "aiter us", "ckgemm vs aiter", "err", "passed")
+PEERS = ("loop", "grouped", "aiter")
 
 
 def _num(value, digits: int = 4) -> str:
@@ -33,13 +34,15 @@ def case_row(row: dict) -> dict:
         "form": row.get("form", ""), "shape": row.get("shape", ""), "purpose": row.get("config", ""),
         "kernel": row.get("kernel", ""), "ckgemm us": _num(median * 1e3 if median else None),
         "ckgemm TFLOPS": _num(row.get("tflops")), "MFU %": _num(row.get("mfu_pct"), 3),
-        "roofline %": _num(row.get("pct_roofline"), 3),
-        "loop peer": row.get("loop_peer", ""), "loop us": _num(row["loop_ms"] * 1e3 if "loop_ms" in row else None),
-        "ckgemm vs loop": row.get("vs_loop", ""), "grouped peer": row.get("grouped_peer", ""),
-        "grouped us": _num(row["grouped_ms"] * 1e3 if "grouped_ms" in row else None),
-        "ckgemm vs grouped": row.get("vs_grouped", ""), "err": _err(row.get("error")),
+        "roofline %": _num(row.get("pct_roofline"), 3), "err": _err(row.get("error")),
         "passed": "PASS" if row.get("passed") else "FAIL",
-    }
+    } | {k: v for peer in PEERS for k, v in _peer_cells(row, peer).items()}
+
+
+def _peer_cells(row: dict, peer: str) -> dict:
+    ms = row.get(f"{peer}_ms")
+    return {f"{peer} peer": row.get(f"{peer}_peer", ""), f"{peer} us": _num(ms * 1e3 if ms else None),
+            f"ckgemm vs {peer}": row.get(f"vs_{peer}", "")}
 
 
 def case_rows(report) -> list[dict]:
