@@ -4,6 +4,8 @@ that applies a wrong scale, writes a slightly wrong element or leaves a group un
 from __future__ import annotations
 
 import importlib.util
+import sys
+import types
 import json
 from pathlib import Path
 
@@ -129,3 +131,48 @@ def test_device_path_applies_the_calc_diff_bound(cli):
     assert ok
     ok, _ = _gpu_passes([good], [ref], torch.float8_e4m3fn, [256], True, 1e-12)  # bound below bf16 rounding
     assert not ok
+
+
+def _fake_aiter(calls: list):
+    """Stand-ins with aiter's signatures that record what they were given and compute the product."""
+    def gemm_a8w8_CK(xq, wq, x_scale, w_scale, bias=None, dtype=torch.bfloat16):
+        calls.append(("row", tuple(wq.shape), tuple(x_scale.shape), tuple(w_scale.shape)))
+        return ((xq.float() * x_scale) @ (wq.float() * w_scale.t()).t()).to(dtype)
+
+    def gemm_a8w8_blockscale(xq, wq, x_scale, w_scale, dtype=torch.bfloat16):
+        calls.append(("block", tuple(wq.shape), tuple(x_scale.shape), tuple(w_scale.shape)))
+        return (xq.float() @ wq.float().t()).to(dtype)
+
+    class TGemm:
+        @staticmethod
+        def mm(x, w, bias=None, otype=None):
+            calls.append(("mm", tuple(w.shape), otype))
+            return (x.float() @ w.float().t()).to(otype)
+
+    aiter = types.ModuleType("aiter")
+    aiter.gemm_a8w8_CK, aiter.gemm_a8w8_blockscale = gemm_a8w8_CK, gemm_a8w8_blockscale
+    tuned = types.ModuleType("aiter.tuned_gemm")
+    tuned.tgemm = TGemm()
+    return aiter, tuned
+
+
+def test_aiter_peer_gets_b_as_n_by_k_and_the_runs_scales(cli, monkeypatch, tmp_path):
+    calls = []
+    aiter, tuned = _fake_aiter(calls)
+    monkeypatch.setitem(sys.modules, "aiter", aiter)
+    monkeypatch.setitem(sys.modules, "aiter.tuned_gemm", tuned)
+    out = tmp_path / "aiter.json"
+    assert cli.main([*SMALL, "-d", "bf16", "fp8", "-q", "none", "row", "block", "-l", "RR", "--aiter",
+                     "--warmup", "0", "--repeat", "2", "--json", str(out)]) == 0
+    rows = {(r["dtype"], r["quant"]): r for r in _rows(out)}
+    assert rows[("bf16", "none")]["aiter_peer"] == "aiter loop" and rows[("bf16", "none")]["vs_aiter"] != "n/a"
+    assert rows[("fp8", "none")]["vs_aiter"] == "n/a" and "no aiter GEMM" in rows[("fp8", "none")]["aiter_reason"]
+    assert ("mm", (40, 200), torch.bfloat16) in calls  # RR b [K, N] handed over as [N, K]
+    assert ("row", (40, 200), (24, 1), (1, 40)) in calls
+    assert ("block", (40, 200), (24, 2), (1, 2)) in calls  # K = 200: two 128-blocks, N = 40: one
+
+
+def test_without_aiter_the_peer_says_why(cli, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "aiter", None)  # import aiter raises ImportError
+    assert cli.main([*SMALL, "-d", "bf16", "-l", "RC", "--aiter", "--warmup", "0", "--repeat", "2"]) == 0
+    assert "aiter loop: n/a (aiter is not importable: ModuleNotFoundError" in capsys.readouterr().out

@@ -15,7 +15,7 @@ SCRIPT = Path("op_tests") / "test_grouped_gemm.py"
 RECIPES = ("none", "tensor", "row", "block")
 QUICK_MOE = ["--m", "16", "--n", "64", "--k", "160"]  # --moe on a CPU: 4 experts x 16 tokens; K = 160 > 128
 _DETAIL_KEYS = ("first mismatches", "exceeds the bound", "all zeros", "Error", "error", "FAILED", "disagree")
-_STARTS = ("PASS ", "FAIL ", "SKIP ", "perf: ", "summary (markdown)")
+_STARTS = ("PASS ", "FAIL ", "SKIP ", "perf: ", "summary (markdown)", "FAILED: ", "ALL PASSED")
 
 
 def script(root: Path | None) -> Path | None:
@@ -29,9 +29,8 @@ def failures_from_output(text: str) -> list[Failure]:
         stripped = line.strip()
         if stripped.startswith(_STARTS):
             current = None
-            if stripped.startswith("FAIL "):
-                where, _, detail = stripped.partition(": ") if "bad input" in stripped else (stripped, "", "")
-                current = Failure(where, detail)
+            if stripped.startswith("FAIL "):  # a case, or "FAIL bad input: <name>: <what went wrong>"
+                current = Failure(stripped[:400], "")
                 failures.append(current)
         elif current is not None and any(k in stripped for k in _DETAIL_KEYS):
             current.message = "\n".join(filter(None, [current.message, stripped]))[:2000]
