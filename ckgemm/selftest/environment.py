@@ -7,8 +7,6 @@ from __future__ import annotations
 import os
 import platform
 import re
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -26,13 +24,8 @@ BUILD_VARIABLES = ("CKGEMM_NATIVE", "CKGEMM_DTYPES", "CKGEMM_CONFIG", "CKGEMM_FP
 
 def _output(cmd: list[str]) -> str | None:
     """stdout of a tool (first 2000 characters), or None when it is missing or fails."""
-    if shutil.which(cmd[0]) is None:
-        return None
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=_TOOL_TIMEOUT_S, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip()[:2000] if done.returncode == 0 else None
+    text = device_info.tool_output(cmd, _TOOL_TIMEOUT_S)
+    return None if text is None else text.strip()[:2000]
 
 
 def _first_match(text: str | None, pattern: str) -> str | None:
