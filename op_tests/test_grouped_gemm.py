@@ -18,7 +18,7 @@ from grouped_gemm_cli.args import parse_args  # noqa: E402
 from grouped_gemm_cli.bad_input import run_bad_inputs  # noqa: E402
 from grouped_gemm_cli.correctness import output_dtype, run_correctness  # noqa: E402
 from grouped_gemm_cli.perf import mfu_pct, perf_line, time_run, work  # noqa: E402
-from grouped_gemm_cli.plan import make_plan  # noqa: E402
+from grouped_gemm_cli.plan import cells, make_plan  # noqa: E402
 from grouped_gemm_cli.summary import print_summary, write_csv  # noqa: E402
 
 SMOKE_TIMING = {"warmup": 1, "repeat": 3}
@@ -47,31 +47,28 @@ def _timed_row(item, variant, layout, outcome, prepared, ceilings, timing, devic
 def run_cases(args, plan, report: Report, ceilings) -> int:
     failures = 0
     timing = SMOKE_TIMING if args.smoke else {"warmup": args.warmup, "repeat": args.repeat}
-    for variant in plan.variants:
-        for layout in plan.layouts:
-            for item in plan.items:
-                outcome, prepared = run_correctness(item.case, variant, layout, item.form, args.seed, plan.device,
-                                                    args.backend)
-                failures += not outcome.passed
-                status = "PASS" if outcome.passed else "FAIL"
-                print(f"{status} {variant.label:4s} {layout} {item.form:6s} {item.case}  [{outcome.kernel}]")
-                if not outcome.passed:
-                    print(outcome.report)
-                row = dict(op=f"grouped_gemm_{item.form}", backend=args.backend or "auto", dtype=variant.name,
-                           layout=layout, shape=item.case.id,
-                           config=item.case.purpose + ("" if variant.quant == "none" else f" [{variant.quant} scales]"),
-                           error=outcome.summary, passed=outcome.passed, form=item.form, quant=variant.quant,
-                           kernel=outcome.kernel)
-                if outcome.passed and item.perf and not args.no_perf and item.case.flops > 0:
-                    row.update(_timed_row(item, variant, layout, outcome, prepared, ceilings, timing, plan.device,
-                                          args.aiter))
-                report.add(**row)
+    for variant, layout, item in cells(plan):
+        outcome, prepared = run_correctness(item.case, variant, layout, item.form, args.seed, plan.device,
+                                            args.backend)
+        failures += not outcome.passed
+        status = "PASS" if outcome.passed else "FAIL"
+        print(f"{status} {variant.label:4s} {layout} {item.form:6s} {item.case}  [{outcome.kernel}]")
+        if not outcome.passed:
+            print(outcome.report)
+        row = dict(op=f"grouped_gemm_{item.form}", backend=args.backend or "auto", dtype=variant.name, layout=layout,
+                   shape=item.case.id,
+                   config=item.case.purpose + ("" if variant.quant == "none" else f" [{variant.quant} scales]"),
+                   error=outcome.summary, passed=outcome.passed, form=item.form, quant=variant.quant,
+                   kernel=outcome.kernel)
+        if outcome.passed and item.perf and not args.no_perf and item.case.flops > 0:
+            row.update(_timed_row(item, variant, layout, outcome, prepared, ceilings, timing, plan.device, args.aiter))
+        report.add(**row)
     return failures
 
 
 def run_bad(args, plan, report: Report) -> int:
     failures = 0
-    for name, passed, detail in run_bad_inputs(plan.device, args.seed):
+    for name, passed, detail in run_bad_inputs(plan.device, args.seed, args.backend):
         failures += not passed
         print(f"{'PASS' if passed else 'FAIL'} bad input: {name}" + ("" if passed else f": {detail}"))
         report.add(op="bad_input", backend=args.backend or "auto", dtype="", shape=name, passed=passed)

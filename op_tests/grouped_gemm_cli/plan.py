@@ -130,3 +130,9 @@ def make_plan(args) -> Plan:
     explicit = args.dtype != "all"
     variants, skipped = variants_for(dtypes_for(args.dtypes, device, explicit), args.quant)
     return Plan(device, variants, layouts, tuple(items), skipped)
+
+
+def cells(plan: Plan) -> list[tuple[Variant, str, Item]]:
+    """Every (variant, layout, item) of a plan, in the order test_grouped_gemm.py runs them; a sharded run
+    (test_grouped_gemm_sharded.py) takes every world-th one."""
+    return [(variant, layout, item) for variant in plan.variants for layout in plan.layouts for item in plan.items]
