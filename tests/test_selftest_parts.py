@@ -32,7 +32,7 @@ E   group 1: first mismatches: (0, 5): out 3.5 ref 3.25, (7, 1): out nan ref 1
 def _run(tmp_path, code, text="") -> procs.Run:
     log = tmp_path / "gpu-suite.log"
     log.write_text(text)
-    return procs.Run(["python", "-m", "pytest", "-m", "gpu"], code, text, "", 1.0, log)
+    return procs.Run(["python", "-m", "pytest", "-m", "gpu", "tests/test_gpu_native.py"], code, text, "", 1.0, log)
 
 
 def _xml(tmp_path, body: str) -> Path:
@@ -42,7 +42,7 @@ def _xml(tmp_path, body: str) -> Path:
 
 
 def test_junit_failures_and_errors_fail_with_their_messages(tmp_path):
-    check = gpu_suite.judge(_run(tmp_path, 1), _xml(tmp_path, JUNIT), 60)
+    check = gpu_suite.judge([(_run(tmp_path, 1), _xml(tmp_path, JUNIT))], 60)
     assert check.verdict == "fail" and check.summary == "pytest -m gpu: 1 passed, 1 failed, 1 errors, 1 skipped"
     where = [f.where for f in check.failures]
     assert where == ["tests.test_gpu_native::test_packed_form[fp8-RR]", "tests.test_harness_gpu::test_verify"]
@@ -53,19 +53,43 @@ def test_junit_failures_and_errors_fail_with_their_messages(tmp_path):
 def test_all_skipped_is_a_skip_and_nothing_collected_a_failure(tmp_path):
     skipped = '<testsuites><testsuite><testcase classname="t" name="a"><skipped message="gpu test: no GPU"/>' \
               '</testcase></testsuite></testsuites>'
-    check = gpu_suite.judge(_run(tmp_path, 0), _xml(tmp_path, skipped), 60)
+    check = gpu_suite.judge([(_run(tmp_path, 0), _xml(tmp_path, skipped))], 60)
     assert check.verdict == "skip" and "no GPU" in check.summary
     empty = _xml(tmp_path, "<testsuites><testsuite/></testsuites>")
-    assert gpu_suite.judge(_run(tmp_path, 5), empty, 60).verdict == "fail"
+    assert gpu_suite.judge([(_run(tmp_path, 5), empty)], 60).verdict == "fail"
 
 
 def test_a_timeout_or_a_crash_before_the_report_fails(tmp_path):
     missing = tmp_path / "none.xml"
-    crashed = gpu_suite.judge(_run(tmp_path, 3, "INTERNALERROR> boom"), missing, 60)
-    assert crashed.verdict == "fail" and "no report (exit 3)" in crashed.summary
+    crashed = gpu_suite.judge([(_run(tmp_path, 3, "INTERNALERROR> boom"), missing)], 60)
+    assert crashed.verdict == "fail" and "test_gpu_native.py: no report (exit 3)" in crashed.summary
     assert "INTERNALERROR> boom" in crashed.failures[0].message
-    timed_out = gpu_suite.judge(_run(tmp_path, None), missing, 60)
+    timed_out = gpu_suite.judge([(_run(tmp_path, None), missing)], 60)
     assert timed_out.verdict == "fail" and "timed out after 60 s" in timed_out.summary
+
+
+SUITE_FILES = {
+    "test_ok.py": "import pytest\n@pytest.mark.gpu\ndef test_ok():\n    assert 1 + 1 == 2\n",
+    "test_wrong.py": "import pytest\n@pytest.mark.gpu\ndef test_wrong():\n"
+                     "    assert False, 'group 1: first mismatches: (1, 2): out 3 ref 4'\n",
+    "test_crash.py": "import os, pytest\n@pytest.mark.gpu\ndef test_crash():\n    os._exit(3)\n",
+    "test_cpu_only.py": "def test_cpu():\n    pass\n",
+}
+
+
+def test_one_process_per_gpu_test_file_so_a_crash_hides_nothing(tmp_path, monkeypatch):
+    tests = tmp_path / "checkout" / "tests"
+    tests.mkdir(parents=True)
+    for name, text in SUITE_FILES.items():
+        (tests / name).write_text(text)
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:ckgemm")  # run the gpu-marked tests here, without a GPU
+    check = gpu_suite.run(tmp_path, 120, per_file=True, tests=tests)
+    assert check.verdict == "fail" and check.details["processes"] == 3, check
+    assert (check.details["passed"], check.details["failed"]) == (1, 1)
+    assert "test_crash.py: no report (exit 3)" in check.summary
+    wrong = next(f for f in check.failures if "test_wrong" in f.where)
+    assert "first mismatches: (1, 2)" in wrong.message
+    assert check.details["logs"][0] == "gpu-suite-collect.log" and len(check.details["logs"]) == 4
 
 
 def test_gpu_torch_without_the_extension_says_how_to_build(monkeypatch):

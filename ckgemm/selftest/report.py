@@ -34,6 +34,8 @@ def build(checks: list[Check], env: dict, timings: list[dict], *, started: str, 
           quick: bool, out_dir: Path) -> dict:
     logs = {c.name: log for c in checks for log in [c.details.get("log")] if isinstance(log, str)}
     for c in checks:
+        for log in c.details.get("logs", []):
+            logs[f"{c.name}:{Path(log).stem}"] = log
         for run in c.details.get("runs", []):
             logs[f"{c.name}:{run['case']}"] = run["log"]
     return {"schema": SCHEMA, "verdict": verdict(checks), "verdict_line": verdict_line(checks, env, seconds, out_dir),
