@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Check and time ckgemm's grouped GEMM on this machine: every case against ckgemm.testing's reference
-(CK-tile tolerances per group, int8 exact, NaN-poisoned outputs), bad inputs as pass/fail checks, and
-timings beside the peers available here. Exits non-zero on any failure. Run with --help for options."""
+(CK-tile tolerances per group, int8 exact, NaN-poisoned outputs; --quant recipes against the reference with
+the same quantization), bad inputs as pass/fail checks, and timings (shape, kernel config, TFLOP/s, MFU)
+beside the peers available here, then a markdown summary. Exits non-zero on any failure. Run with --help."""
 from __future__ import annotations
 
 import sys
