@@ -138,3 +138,17 @@ def test_a_broken_check_is_an_error_and_fails_the_verdict():
     assert verdict([Check("fp8", "pass", "ok"), Check("device", "skip", "cpu")]) == "PASS"
     with pytest.raises(ValueError):
         Check("x", "ok", "not a verdict")
+
+
+def test_a_machine_that_cannot_be_read_still_gets_a_report(tmp_path, monkeypatch):
+    from ckgemm.selftest import cli, environment, validate
+
+    def broken():
+        raise RuntimeError("CUDA driver initialization failed")
+
+    monkeypatch.setattr(environment, "collect", broken)
+    out = tmp_path / "report"
+    assert cli.main(["--skip", "gpu_suite", "optests", "benchmark", "--out", str(out)]) == 1
+    report = json.loads((out / "selftest.json").read_text())
+    assert validate(report) == [] and report["checks"][0]["name"] == "environment"
+    assert report["checks"][0]["verdict"] == "error" and "driver initialization" in report["checks"][0]["summary"]

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import benchmark, build, environment, gpu_suite, optests, report
-from .checks import SKIP, Check, guarded
+from .checks import ERROR, SKIP, Check, guarded
 
 PARTS = ("gpu_suite", "optests", "benchmark")
 DEFAULT_TIMEOUT_S = {"gpu_suite": 3600.0, "optests": 1800.0, "benchmark": 1200.0}
@@ -76,12 +76,14 @@ def main(argv=None) -> int:
     started, clock = datetime.now(timezone.utc).isoformat(timespec="seconds"), time.perf_counter()
     out_dir = Path(args.out).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
-    env = environment.collect()
+    env, env_error = environment.collect_or_minimal()
     quick = args.quick or env["device_count"] == 0
     print(f"[selftest] {env['device']} ({env['arch'] or env['platform']}), torch {env['torch']}, ckgemm "
           f"{env['ckgemm']} at {env['commit'] or env['ckgemm_path']}; writing to {out_dir}"
           + ("; quick shapes" if quick else ""), flush=True)
     checks, timings = run_checks(args, out_dir, quick)
+    if env_error:
+        checks.insert(0, Check("environment", ERROR, f"reading this machine failed: {env_error}"[:300]))
     doc = report.build(checks, env, timings, started=started, seconds=time.perf_counter() - clock,
                        argv=list(sys.argv[1:] if argv is None else argv), quick=quick, out_dir=out_dir)
     report.write(doc, out_dir)

@@ -113,3 +113,15 @@ def collect() -> dict:
         env["telemetry"] = device_info.read_telemetry(dev)
     env["toolchain"] = toolchain()
     return env
+
+
+def collect_or_minimal() -> tuple[dict, str | None]:
+    """``collect()``, or when reading the machine itself fails (a broken driver, say) the facts that need
+    no device, and the error."""
+    try:
+        return collect(), None
+    except Exception as exc:  # noqa: BLE001 - the report must still be written
+        return {"device": "unknown (reading it failed)", "platform": platform_kind(), "arch": None, "device_count": 0,
+                "torch": torch.__version__, "python": sys.version.split()[0], "ckgemm": ckgemm.__version__,
+                "ckgemm_path": str(Path(ckgemm.__file__).resolve().parent), "commit": git_commit(repo_root())}, \
+            f"{type(exc).__name__}: {exc}"
