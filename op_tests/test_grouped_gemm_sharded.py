@@ -37,10 +37,10 @@ def split_argv(argv):
     return p.parse_known_args(argv)
 
 
-def _cell_row(world, name, layout, item, outcome, backend) -> dict:
-    return {"op": f"grouped_gemm_{item.form}", "backend": backend or "auto", "dtype": name, "layout": layout,
-            "shape": item.case.id, "config": item.case.purpose, "error": outcome.summary, "passed": outcome.passed,
-            "rank": world.rank}
+def _cell_row(world, variant, layout, item, outcome, backend) -> dict:
+    return {"op": f"grouped_gemm_{item.form}", "backend": backend or "auto", "dtype": variant.name,
+            "quant": variant.quant, "form": item.form, "layout": layout, "shape": item.case.id,
+            "config": item.case.purpose, "error": outcome.summary, "passed": outcome.passed, "rank": world.rank}
 
 
 def run_shard(world, args) -> dict:
@@ -48,11 +48,11 @@ def run_shard(world, args) -> dict:
     torch.backends.mkldnn.enabled = False  # as test_grouped_gemm.py on CPU: no per-shape oneDNN JIT
     plan = make_plan(args)
     rows = []
-    for name, dtype, layout, item in cells(plan)[world.rank::world.size]:
-        outcome, _ = run_correctness(item.case, dtype, name, layout, item.form, args.seed, plan.device, args.backend)
-        print(f"[rank {world.rank}] {'PASS' if outcome.passed else 'FAIL'} {name:4s} {layout} {item.form:6s} "
-              f"{item.case}" + ("" if outcome.passed else f"\n{outcome.report}"), flush=True)
-        rows.append(_cell_row(world, name, layout, item, outcome, args.backend))
+    for variant, layout, item in cells(plan)[world.rank::world.size]:
+        outcome, _ = run_correctness(item.case, variant, layout, item.form, args.seed, plan.device, args.backend)
+        print(f"[rank {world.rank}] {'PASS' if outcome.passed else 'FAIL'} {variant.label:4s} {layout} "
+              f"{item.form:6s} {item.case}" + ("" if outcome.passed else f"\n{outcome.report}"), flush=True)
+        rows.append(_cell_row(world, variant, layout, item, outcome, args.backend))
     if world.rank == 0 and (args.bad_input or args.smoke):
         rows += [{"op": "bad_input", "backend": args.backend or "auto", "dtype": "", "shape": case, "passed": ok,
                   "rank": 0} for case, ok, _ in run_bad_inputs(plan.device, args.seed, backend=args.backend)]

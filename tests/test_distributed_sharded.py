@@ -31,7 +31,7 @@ def _plan_cells():
     from grouped_gemm_cli.args import parse_args
     from grouped_gemm_cli.plan import cells, make_plan
 
-    return [(name, layout, item.case.id, item.case.purpose) for name, _, layout, item in
+    return [(variant.name, layout, item.case.id, item.case.purpose) for variant, layout, item in
             cells(make_plan(parse_args(SUBSET)))]
 
 
