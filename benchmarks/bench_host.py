@@ -73,7 +73,7 @@ def run(name, shapes, dtype_name, dtype, args, device, report):
         pout = torch.empty((pa.shape[0], shapes[0][1]), dtype=c[0].dtype, device=device)
         forms["ckgemm packed"] = lambda: ckgemm.grouped_gemm_packed(pa, pb, sizes, out=pout)
     rows = []
-    timed = dict(warmup=args.warmup, iters=args.iters, device=device)
+    timed = dict(warmup=args.warmup, iters=args.iters, device=device, telemetry=False)
     for label, fn in {**forms, **peers_for(a, b, dtype)}.items():
         e2e = bench(fn, sync=True, **timed).median_ms * 1e3
         try:

@@ -16,9 +16,9 @@ import torch
 from tabulate import tabulate
 
 import ckgemm
-from ckgemm.testing import Report, bench, check, device_info, grouped_gemm_reference_packed, measure_ceilings, quant
-from ckgemm.testing import shapes
-from ckgemm.testing.numeric import scaled_max_diff
+from ckgemm.testing import Report, bench, calc_diff, device_info, gpu_verify, grouped_gemm_reference_packed
+from ckgemm.testing import measure_ceilings, quant, shapes
+from ckgemm.testing.numeric import scaled_max_diff, scaled_tolerance
 
 CASES = {  # name: (experts, tokens, N, K, decode)
     "DeepSeek-V3 prefill": (32, 32768, 4096, 7168, False),
@@ -32,6 +32,16 @@ CASTS = {  # recipe: (cast of the tokens, cast of the weights)
     "row": (quant.per_row_cast_to_fp8, quant.per_row_cast_to_fp8),
     "tensor": (quant.per_tensor_cast_to_fp8, quant.per_tensor_cast_to_fp8),
 }
+
+
+def verify(out, ref, dtype, k, name):
+    """On the device (a prefill output has 10^8 elements): the scaled tolerance from the whole output's
+    max|ref| (a per-group bound at least as loose for every group), and the calc_diff bound."""
+    rtol, atol = scaled_tolerance(dtype, torch.bfloat16, k, float(ref.abs().max()))
+    stats = gpu_verify(out.float(), ref, rtol, atol)
+    diff = calc_diff(out.float(), ref)
+    if not stats.passed or not diff <= scaled_max_diff(torch.bfloat16):
+        raise AssertionError(f"{name}: {stats}; calc_diff {diff:.3g} (bound {scaled_max_diff(torch.bfloat16):.3g})")
 
 
 def deepgemm_peer(a, sa, b, sb, sizes, out_dtype):
@@ -107,8 +117,7 @@ def run(name, recipe, dtype, args, device, report, ceilings):
     call = lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out, scale_a=sa, scale_b=sb)  # noqa: E731
     call()
     ref = grouped_gemm_reference_packed((a, sa), (b, sb), sizes)
-    check(out.float(), ref, in_dtype=dtype, k=k, scaled=True, name=f"{name} {recipe}",
-          max_diff=scaled_max_diff(torch.bfloat16))
+    verify(out, ref, dtype, k, f"{name} {recipe}")
     config = str(ckgemm.last_dispatch()).split(": ", 1)[-1]
     timed = dict(warmup=args.warmup, iters=args.iters, device=device)
     e2e = bench(call, sync=True, **timed).median_ms
@@ -126,9 +135,13 @@ def run(name, recipe, dtype, args, device, report, ceilings):
             notes.append(why)
             continue
         fn, result = found
-        check(result().float(), ref, in_dtype=dtype, k=k, scaled=True, name=f"{peer_name} {name}",
-              max_diff=scaled_max_diff(torch.bfloat16))  # the peer computes the same function
-        peers[peer_name] = (bench(fn, sync=True, **timed).median_ms, bench(fn, graph=True, **timed).median_ms)
+        verify(result(), ref, dtype, k, f"{peer_name} {name}")  # the peer computes the same function
+        try:
+            graph_ms = bench(fn, graph=True, **timed).median_ms
+        except Exception as exc:  # noqa: BLE001 - a peer that cannot be captured is timed eagerly only
+            notes.append(f"{peer_name} graph: {str(exc).splitlines()[0][:60]}")
+            graph_ms = float("nan")
+        peers[peer_name] = (bench(fn, sync=True, **timed).median_ms, graph_ms)
     flops = case.flops
     weight_bytes = b.numel() * b.element_size()
     row = {"case": name, "recipe": recipe, "dtype": str(dtype).replace("torch.", ""), "config": config,
