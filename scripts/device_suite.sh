@@ -10,6 +10,8 @@
 #   scaled    benchmarks/bench_scaled.py (block vs DeepGEMM, row vs _scaled_grouped_mm; needs the wheels)
 #   host      benchmarks/bench_host.py (end to end vs graph, profiler breakdown, host loop)
 #   repack    benchmarks/bench_repack.py (transpose bandwidth; 8-bit RR per call / prepacked / RC)
+#   tiles     benchmarks/bench_tiles.py (16-bit instances forced one by one, twice, beside the peers)
+# Benchmark stages stop after $STAGE_TIMEOUT seconds (default 600); what they printed stays in their log.
 #   dist      the expert-parallel MoE flow with NCCL at world size 1 (bf16, fp8, scaled), and --bench
 #   pack      put every log and report of $OUT into $OUT/logs.tgz (the device returns at most 8 files)
 #   verify    benchmarks/bench_verify.py (gpu_verify against assert_close and the copy bandwidth)
@@ -72,12 +74,17 @@ for stage in "$@"; do
       run bench python3 benchmarks/bench_grouped_gemm.py --graph --sync --iters 20 --cases "${BENCH_CASES:-}" \
         --json "$OUT/bench.json" --markdown "$OUT/bench.md" ;;
     scaled)
-      run scaled env DG_JIT_CACHE_DIR=/tmp/dg python3 benchmarks/bench_scaled.py --int8 --json "$OUT/scaled.json" \
-        --markdown "$OUT/scaled.md" ;;
+      run scaled timeout "${STAGE_TIMEOUT:-600}" env DG_JIT_CACHE_DIR=/tmp/dg python3 benchmarks/bench_scaled.py --int8 \
+        --iters 10 --json "$OUT/scaled.json" --markdown "$OUT/scaled.md" ;;
     host)
-      run host python3 benchmarks/bench_host.py --json "$OUT/host.json" --markdown "$OUT/host.md" ;;
+      run host timeout "${STAGE_TIMEOUT:-600}" python3 benchmarks/bench_host.py --iters 30 --json "$OUT/host.json" \
+        --markdown "$OUT/host.md" ;;
     repack)
-      run repack python3 benchmarks/bench_repack.py --json "$OUT/repack.json" --markdown "$OUT/repack.md" ;;
+      run repack timeout "${STAGE_TIMEOUT:-600}" python3 benchmarks/bench_repack.py --iters 15 --json "$OUT/repack.json" \
+        --markdown "$OUT/repack.md" ;;
+    tiles)
+      run tiles timeout "${STAGE_TIMEOUT:-600}" python3 benchmarks/bench_tiles.py --json "$OUT/tiles.json" \
+        --markdown "$OUT/tiles.md" ;;
     dist)
       run dist python3 -m ckgemm.testing.distributed --nproc 1 --backend cutlass --dtype bf16,fp8 \
         --quant none,row,block --json "$OUT/dist.json"
