@@ -97,10 +97,12 @@ for stage in "$@"; do
         --cases "${TUNE_CASES:-uniform,prefill}" --dtype "${TUNE_DTYPES:-bf16,fp16,fp8}" --json "$OUT/tune_$tag.json" ;;
     verify)
       run verify python3 benchmarks/bench_verify.py --json "$OUT/verify.json" ;;
-    sanitize)
-      run memcheck compute-sanitizer --tool memcheck --error-exitcode 1 python3 -m pytest $PLUGIN \
-        -q -x tests/test_gpu_native.py -k "list_and_out_forms or packed_form or misaligned or unaligned_output"
-      run racecheck timeout 300 compute-sanitizer --tool racecheck --error-exitcode 1 python3 scripts/sanitizer_cases.py ;;
+    sanitize)  # memcheck over the native paths (scaled and repacked included), racecheck over the new kernels
+      run memcheck timeout "${STAGE_TIMEOUT:-600}" compute-sanitizer --tool memcheck --error-exitcode 1 python3 -m pytest \
+        $PLUGIN -q -x -m gpu tests/test_gpu_paths.py tests/test_scaled_api.py tests/test_gpu_native.py \
+        -k "list_and_out_forms or packed_form or misaligned or graph or prepack or transpose or lists or packed"
+      run racecheck timeout "${STAGE_TIMEOUT:-600}" compute-sanitizer --tool racecheck --error-exitcode 1 python3 \
+        scripts/sanitizer_cases.py ${RACECHECK_INSTANCES:-} ;;
     profile)
       prof() {  # prof <tag> <kernel count> <profile_kernels.py run args...>
         local tag=$1 count=$2; shift 2
