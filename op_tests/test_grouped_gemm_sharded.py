@@ -32,7 +32,8 @@ def split_argv(argv):
     """(launch options, the rest for test_grouped_gemm.py's parser)."""
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument("--nproc", type=int, default=None, help="self-start N ranks (fork on CPU, spawn on GPU)")
-    p.add_argument("--comm", default="auto", choices=("auto", "gloo", "nccl"))
+    p.add_argument("--comm", default="auto", choices=("auto", "gloo", "nccl"),
+                   help="auto: nccl when every rank of this host gets a GPU, else gloo")
     p.add_argument("--timeout", type=float, default=300, help="collective timeout in seconds")
     return p.parse_known_args(argv)
 
@@ -80,7 +81,12 @@ def main(argv=None) -> int:
         failures = run_shard(world, args)["failures"]
         dist.barrier(group=world.control)
         exit_rank(1 if failures else 0)
-    outcomes = launch(run_shard, launch_opts.nproc or 1, args, backend=pick_backend(launch_opts.comm),
+    try:
+        backend = pick_backend(launch_opts.comm, launch_opts.nproc or 1)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    outcomes = launch(run_shard, launch_opts.nproc or 1, args, backend=backend,
                       timeout_s=launch_opts.timeout, deadline_s=3600)
     for o in outcomes:
         if not o.ok:

@@ -12,6 +12,14 @@ from ckgemm.testing import check, gpu_verify, grouped_gemm_reference
 
 DTYPES = {0: torch.float16, 1: torch.bfloat16, 2: torch.float8_e4m3fn, 4: torch.int8}
 OUTS = {0: torch.float16, 1: torch.bfloat16, 2: torch.float32, 3: torch.int32}
+SCALINGS = {0: "unscaled", 1: "row", 2: "block"}
+
+
+def label(info) -> str:
+    """E.g. 'float8_e4m3fn-bfloat16-RC-block-pingpong_64x128x128': what the argv filters match."""
+    layout = "RC" if info["layout"] == 0 else "RR"
+    return "-".join((str(DTYPES[info["dtype"]]).removeprefix("torch."), str(OUTS[info["out"]]).removeprefix("torch."),
+                     layout, SCALINGS[info["scaling"]], info["name"]))
 
 
 def _small(shape, dtype, dev):
@@ -43,19 +51,21 @@ def run_instance(info, dev) -> None:
                                             "scale_a": torch.cat(kwargs["scale_a"]),
                                             "scale_b": torch.stack(kwargs["scale_b"]), "out_dtype": out}))
     check(packed, torch.cat(exact), rtol=0.0, atol=0.0, name=f"{info['name']} packed")
-    print(f"ok {info['name']} {dtype} -> {out} {layout} scaling={info['scaling']}: {ckgemm.last_dispatch()}")
+    print(f"ok {label(info)}: {ckgemm.last_dispatch()}")
 
 
 def main() -> None:
-    """Arguments: substrings of instance names to run (default: every instance)."""
+    """Arguments: substrings of instance labels to run (default: every instance); see label()."""
     import sys
 
     torch.manual_seed(0)
     dev = "cuda"
     wanted = sys.argv[1:]
-    for info in _C.instances():
-        if not wanted or any(w in info["name"] for w in wanted):
-            run_instance(info, dev)
+    chosen = [i for i in _C.instances() if not wanted or any(w in label(i) for w in wanted)]
+    if not chosen:
+        sys.exit(f"no instance label contains any of {wanted}; labels: {[label(i) for i in _C.instances()]}")
+    for info in chosen:
+        run_instance(info, dev)
     x = _small((3, 200, 136), torch.int8, dev)
     assert torch.equal(torch.ops.ckgemm.transpose_b(x), x.transpose(-1, -2).contiguous())
     print("ok transpose")

@@ -5,8 +5,10 @@ bug in either cannot hide in both.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import zlib
+from pathlib import Path
 
 import torch
 
@@ -159,3 +161,21 @@ def assert_scaled_matches(out, a, b, sa, sb, layout, recipe, what):
         i, j = divmod(idx, exact.shape[1])
         raise AssertionError(f"{what}: {int((err > bound).sum())} elements out of bound; worst at ({i}, {j}): "
                              f"got {out[i, j].item()} exact {exact[i, j].item()} bound {bound[i, j].item():.3g}")
+
+
+class OpTestsOnCpu:
+    """op_tests/test_grouped_gemm.py as a module whose ``main`` runs on the CPU (the torch reference, with
+    ``--device cpu``) on every box: the tests using it are about the command line; op_tests on a GPU is the
+    device suite's smoke stage (scripts/device_suite.sh). Other attributes are the module's."""
+
+    def __init__(self, module_name: str):
+        path = Path(__file__).resolve().parents[1] / "op_tests" / "test_grouped_gemm.py"
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        self.module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(self.module)  # puts op_tests/ on sys.path for grouped_gemm_cli
+
+    def main(self, argv) -> int:
+        return self.module.main([*argv, "--device", "cpu"])
+
+    def __getattr__(self, name):
+        return getattr(self.module, name)

@@ -10,10 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 import torch.distributed as dist
 
 from ckgemm.testing.distributed import FAULTS
 from ckgemm.testing.distributed.cli import main
+from ckgemm.testing.distributed.launch import pick_backend
 from ckgemm.testing.distributed.layer import PHASES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,7 +26,7 @@ pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_avai
 def test_cli_self_started_world_runs_cases_faults_and_bench(tmp_path):
     out = tmp_path / "ep.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    cmd = [sys.executable, "-m", "ckgemm.testing.distributed", "--nproc", "2", "--scenario", "balanced,empty-rank",
+    cmd = [sys.executable, "-m", "ckgemm.testing.distributed", "--nproc", "2", "--comm", "gloo", "--scenario", "balanced,empty-rank",
            "--dtype", "bf16,fp8", "--steps", "2", "--self-test", "--bench", "--iters", "2", "--warmup", "1",
            "--seed", "5", "--json", str(out)]
     run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
@@ -44,7 +46,7 @@ def test_cli_self_started_world_runs_cases_faults_and_bench(tmp_path):
 def test_cli_under_torchrun():
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",
-           "ckgemm.testing.distributed", "--scenario", "zero-token-rank", "--dtype", "int8", "--steps", "1"]
+           "ckgemm.testing.distributed", "--comm", "gloo", "--scenario", "zero-token-rank", "--dtype", "int8", "--steps", "1"]
     run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "world 2 on gloo" in run.stdout and "ALL PASSED" in run.stdout
@@ -52,9 +54,23 @@ def test_cli_under_torchrun():
 
 
 def test_cli_exits_non_zero_when_a_rank_fails(capsys):
-    # cutlass cannot run on this CPU box: every GEMM raises, which the GEMM stage must report
-    code = main(["--nproc", "1", "--backend", "cutlass", "--scenario", "balanced", "--dtype", "bf16",
+    # cutlass cannot run on gloo's CPU tensors (on any box): every GEMM raises, which the GEMM stage must report
+    code = main(["--nproc", "1", "--comm", "gloo", "--backend", "cutlass", "--scenario", "balanced", "--dtype", "bf16",
                  "--mode", "exact", "--steps", "1"])
     text = capsys.readouterr().out
     assert code == 1 and "FAILED" in text
     assert "GEMM" in text and "the GEMM raised" in text
+
+
+def test_comm_auto_gives_each_rank_a_gpu_or_falls_back_to_gloo(monkeypatch, capsys):
+    for gpus, ranks, want in ((0, 1, "gloo"), (1, 1, "nccl"), (1, 2, "gloo"), (8, 8, "nccl")):
+        monkeypatch.setattr(torch.cuda, "is_available", lambda g=gpus: g > 0)
+        monkeypatch.setattr(torch.cuda, "device_count", lambda g=gpus: g)
+        assert pick_backend("auto", ranks) == want, (gpus, ranks)
+        assert pick_backend("gloo", ranks) == "gloo"
+    assert pick_backend("nccl", 2) == "nccl"  # 8 GPUs
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    with pytest.raises(ValueError, match=r"nccl needs one GPU per rank: 2 rank\(s\) on this host, 1 GPU"):
+        pick_backend("nccl", 2)
+    assert main(["--nproc", "2", "--comm", "nccl", "--dtype", "bf16"]) == 2
+    assert "nccl needs one GPU per rank" in capsys.readouterr().err

@@ -14,7 +14,9 @@ import torch.distributed as dist
 import ckgemm.backends.reference as reference_backend
 
 OP_TESTS = Path(__file__).resolve().parents[1] / "op_tests"
-SUBSET = ["--smoke", "--no-perf", "--dtype", "bf16", "--layout", "RC"]
+# on the CPU on every box: the forked gloo ranks cannot use a GPU this (pytest) process initialised
+SUBSET = ["--smoke", "--no-perf", "--dtype", "bf16", "--layout", "RC", "--device", "cpu"]
+LAUNCH = ["--nproc", "2", "--comm", "gloo"]
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo")
 
@@ -37,7 +39,7 @@ def _plan_cells():
 
 def test_cells_are_split_across_ranks_and_gathered_on_rank0(sharded, tmp_path):
     out = tmp_path / "sharded.json"
-    assert sharded.main(["--nproc", "2", *SUBSET, "--json", str(out)]) == 0
+    assert sharded.main([*LAUNCH, *SUBSET, "--json", str(out)]) == 0
     rows = json.loads(out.read_text())["rows"]
     cell_rows = [r for r in rows if r["op"] != "bad_input"]
     got = sorted((r["dtype"], r["layout"], r["shape"], r["config"]) for r in cell_rows)
@@ -56,7 +58,7 @@ def test_a_failure_on_any_rank_fails_the_run(sharded, tmp_path, monkeypatch):
 
     monkeypatch.setattr(reference_backend, "matmul", wrong_in_one_element)  # inherited by the forked ranks
     out = tmp_path / "failed.json"
-    assert sharded.main(["--nproc", "2", *SUBSET, "--json", str(out)]) == 1
+    assert sharded.main([*LAUNCH, *SUBSET, "--json", str(out)]) == 1
     failed = [r for r in json.loads(out.read_text())["rows"] if r["passed"] is False]
     assert {r["rank"] for r in failed} == {0, 1}
 

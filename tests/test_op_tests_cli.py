@@ -4,29 +4,24 @@ regression against a baseline each make it exit non-zero."""
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 import torch
 
 import ckgemm.backends.reference as reference_backend
 import ckgemm.validate
+from support import OpTestsOnCpu
 
-CLI_PATH = Path(__file__).resolve().parents[1] / "op_tests" / "test_grouped_gemm.py"
 
 
 @pytest.fixture(scope="module")
 def cli():
     """The CLI module, run with one intra-op thread: on a shared 2-core machine thread wake-ups cost
     milliseconds per tiny matmul (the CLI itself does this for --smoke only)."""
-    spec = importlib.util.spec_from_file_location("ckgemm_op_tests_cli", CLI_PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    yield module
+    yield OpTestsOnCpu("ckgemm_op_tests_cli")
     torch.set_num_threads(threads)
 
 
@@ -120,6 +115,19 @@ def test_options_are_checked(cli):
     with pytest.raises(SystemExit):
         cli.main(["--dtype", "fp4"])
     assert cli.main(["--backend", "nope"]) == 2, "an unusable backend stops the run before any case"
+
+
+def test_device_choice(cli, capsys):
+    from grouped_gemm_cli.args import parse_args
+    from grouped_gemm_cli.plan import make_plan
+
+    assert make_plan(parse_args(["--device", "cpu", "--dtype", "bf16"])).device == torch.device("cpu")
+    auto = make_plan(parse_args(["--dtype", "bf16"])).device
+    assert auto.type == ("cuda" if torch.cuda.is_available() else "cpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(SystemExit) as exc:
+            parse_args(["--device", "cuda"])
+        assert exc.value.code == 2 and "--device cuda: no GPU is visible" in capsys.readouterr().err
 
 
 # The seed script's documented command lines (issue 14 item 5), each as written; on the CPU the shape flags

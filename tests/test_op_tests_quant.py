@@ -3,29 +3,24 @@ harness reference with the same quantization; fp16/bf16 and int8 block are skipp
 that applies a wrong scale, writes a slightly wrong element or leaves a group unwritten fails the run."""
 from __future__ import annotations
 
-import importlib.util
 import sys
 import types
 import json
-from pathlib import Path
 
 import pytest
 import torch
 
 import ckgemm.backends.reference as reference_backend
+from support import OpTestsOnCpu
 
-CLI_DIR = Path(__file__).resolve().parents[1] / "op_tests"
 SMALL = ["--groups", "3", "--m", "24", "--n", "40", "--k", "200"]  # K = 200: a partial last 128-block
 
 
 @pytest.fixture(scope="module")
 def cli():
-    spec = importlib.util.spec_from_file_location("ckgemm_op_tests_cli_quant", CLI_DIR / "test_grouped_gemm.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny matmuls: thread wake-ups would dominate on a busy machine
-    yield module
+    yield OpTestsOnCpu("ckgemm_op_tests_cli_quant")
     torch.set_num_threads(threads)
 
 

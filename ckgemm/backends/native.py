@@ -71,6 +71,11 @@ class NativeBackend:
             return None if any(r is None for r in reasons) else reasons[0]
         if device.type != "cuda":
             return f"it runs on GPU tensors only, and the inputs are on {device}"
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            return "no GPU is visible"
+        if (device.index or 0) >= count:
+            return f"{device} is not a visible GPU ({count} visible)"
         return device_reason(self.NAME, device)
 
     @property

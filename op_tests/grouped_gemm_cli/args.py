@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 
+import torch
+
 DTYPE_NAMES = ("fp16", "bf16", "fp8", "int8")
 DTYPE_ALIASES = {"i8": "int8", "half": "fp16", "float16": "fp16", "bfloat16": "bf16"}
 LAYOUT_CHOICES = ("RC", "RR", "all")
@@ -87,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "fp16/bf16 have no recipes (skipped). e.g.: -q row block")
     what.add_argument("--bad-input", action="store_true", help="run the bad-input checks (each must raise)")
     what.add_argument("-b", "--backend", default=None, help="ckgemm backend (default: best available)")
+    what.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                      help="where the tensors live: auto (the GPU where one is visible, else the CPU; default), "
+                           "cpu (the torch reference backend, also on a GPU box) or cuda (ROCm GPUs too)")
     what.add_argument("--seed", type=int, default=0, help="seed of shapes and data (printed); default 0")
     what.add_argument("--no-perf", action="store_true", help="skip timing")
     what.add_argument("--aiter", action="store_true",
@@ -125,5 +130,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     for name in ("m", "n", "k"):
         if getattr(args, name) < 0:
             parser.error(f"--{name} must be >= 0")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: no GPU is visible to torch")
     _normalise(args)
     return args

@@ -47,8 +47,11 @@ class Plan:
         return tuple(dict.fromkeys(v.name for v in self.variants))
 
 
-def run_device() -> torch.device:
-    return torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
+def run_device(choice: str = "auto") -> torch.device:
+    """--device: auto (the current GPU where one is visible, else the CPU), cpu, or cuda (ROCm's GPUs too)."""
+    if choice == "cpu" or not torch.cuda.is_available():  # --device cuda without a GPU: refused by args.py
+        return torch.device("cpu")
+    return torch.device("cuda", torch.cuda.current_device())
 
 
 def dtypes_for(names, device: torch.device, explicit: bool) -> tuple[tuple[str, torch.dtype], ...]:
@@ -124,7 +127,7 @@ def user_items(args) -> list[Item]:
 
 
 def make_plan(args) -> Plan:
-    device = run_device()
+    device = run_device(getattr(args, "device", "auto"))
     layouts = ("RC", "RR") if args.layout == "all" else (args.layout,)
     items = (smoke_items() if args.smoke else []) + user_items(args)
     explicit = args.dtype != "all"

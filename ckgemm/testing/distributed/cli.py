@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tokens", type=int, default=24, help="tokens on rank 0 (rank r: fewer, see router.py)")
     p.add_argument("--seed", type=int, default=0, help="the one seed every rank rebuilds the data from")
     p.add_argument("--backend", default=None, help="ckgemm backend of the grouped GEMM (default: best available)")
-    p.add_argument("--comm", default="auto", choices=("auto", "gloo", "nccl"), help="auto: nccl on GPUs, else gloo")
+    p.add_argument("--comm", default="auto", choices=("auto", "gloo", "nccl"), help="auto: nccl when every rank of this host gets a GPU, else gloo (CPU)")
     p.add_argument("--timeout", type=float, default=120, help="collective timeout in seconds (default 120)")
     p.add_argument("--self-test", action="store_true", help="run every fault; each must be caught by its stage")
     p.add_argument("--bench", action="store_true", help="per-phase times, all-to-all GB/s, GEMM TFLOP/s")
@@ -149,8 +149,12 @@ def main(argv=None) -> int:
         passed = rank_main(world, args)["passed"]
         dist.barrier(group=world.control)  # nobody leaves while rank 0 still gathers
         exit_rank(0 if passed else 1)
-    backend = pick_backend(args.comm)
     nproc = args.nproc or 1
+    try:
+        backend = pick_backend(args.comm, nproc)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if nproc == 1:
         return 0 if run_in_process(rank_main, args, backend=backend, timeout_s=args.timeout)["passed"] else 1
     outcomes = launch(rank_main, nproc, args, backend=backend, timeout_s=args.timeout)

@@ -47,10 +47,16 @@ class RankOutcome:
     error: str = ""  # traceback, exit status or "timed out"
 
 
-def pick_backend(comm: str = "auto") -> str:
-    if comm != "auto":
-        return comm
-    return "nccl" if torch.cuda.is_available() else "gloo"
+def pick_backend(comm: str = "auto", ranks_here: int = 1) -> str:
+    """``auto``: nccl when this host has a GPU for each of its ``ranks_here`` ranks, else gloo (CPU tensors;
+    e.g. a 2-rank test world on a 1-GPU box). An explicit ``nccl`` without enough GPUs is a usage error."""
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if comm == "auto":
+        return "nccl" if gpus >= ranks_here else "gloo"
+    if comm == "nccl" and gpus < ranks_here:
+        raise ValueError(f"nccl needs one GPU per rank: {ranks_here} rank(s) on this host, {gpus} GPU(s) visible "
+                         f"(use gloo, or fewer ranks)")
+    return comm
 
 
 def init_world(rank: int, size: int, init_method: str, backend: str, timeout_s: float,
@@ -71,8 +77,9 @@ def init_world(rank: int, size: int, init_method: str, backend: str, timeout_s: 
 
 def init_from_env(comm: str = "auto", timeout_s: float = 120) -> World:
     """Inside torchrun: RANK, WORLD_SIZE, LOCAL_RANK and the rendezvous come from the environment."""
-    return init_world(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), "env://", pick_backend(comm),
-                      timeout_s, int(os.environ.get("LOCAL_RANK", 0)))
+    size = int(os.environ["WORLD_SIZE"])
+    backend = pick_backend(comm, int(os.environ.get("LOCAL_WORLD_SIZE", size)))
+    return init_world(int(os.environ["RANK"]), size, "env://", backend, timeout_s, int(os.environ.get("LOCAL_RANK", 0)))
 
 
 def exit_rank(status: int) -> None:
