@@ -17,8 +17,14 @@ ROOT = Path(__file__).resolve().parents[1]
 CUDA_DIR = ROOT / "csrc" / "cuda"
 GB_PER_JOB = 4.0
 DTYPE_MACROS = {"fp16": "F16", "bf16": "BF16", "fp8": "FP8", "int8": "I8"}
-_INSTANCE_RE = re.compile(r"^CKGEMM_INSTANCE\((\w+), (\w+), (\w+), (\w+)\)", re.MULTILINE)
+# CKGEMM_INSTANCE(key, dtype, out, layout, scaling, schedule, tile_m, tile_n, tile_k, cluster_m, cluster_n)
+_INSTANCE_RE = re.compile(r"^CKGEMM_INSTANCE\((\w+), (\w+), (\w+), (\w+), (\w+), (\w+),", re.MULTILINE)
 _ABI_TO_FILTER = {"F16": "fp16", "BF16": "bf16", "FP8_E4M3": "fp8", "I8": "int8"}
+
+
+# Everything but the instances: the torch bindings and executor, the verifier, the CUTLASS runner and rules.
+NATIVE_SOURCES = ["csrc/bindings.cpp", "csrc/execute.cu", "csrc/common/verify.cu", "csrc/cuda/runner.cu",
+                  "csrc/cuda/rules.cpp"]
 
 
 def cutlass_include_dirs() -> list[str]:
@@ -53,11 +59,17 @@ def selected_dtypes() -> set[str]:
     return chosen
 
 
-def instance_sources(dtypes: set[str]) -> list[str]:
-    """The instance .cu files listed in instances.inc whose dtype is selected."""
+def instance_table() -> list[dict]:
+    """The rows of csrc/cuda/instances.inc: key, dtype, out, layout, scaling, schedule."""
     text = (CUDA_DIR / "instances.inc").read_text()
-    names = [m.group(4) for m in _INSTANCE_RE.finditer(text) if _ABI_TO_FILTER[m.group(1)] in dtypes]
-    return [str((CUDA_DIR / f"{n}.cu").relative_to(ROOT)) for n in names]
+    fields = ("key", "dtype", "out", "layout", "scaling", "schedule")
+    return [dict(zip(fields, m.groups())) for m in _INSTANCE_RE.finditer(text)]
+
+
+def instance_sources(dtypes: set[str]) -> list[str]:
+    """The instance .cu files (csrc/cuda/instances/<key>.cu) of instances.inc whose dtype is selected."""
+    keys = [row["key"] for row in instance_table() if _ABI_TO_FILTER[row["dtype"]] in dtypes]
+    return [str((CUDA_DIR / "instances" / f"{k}.cu").relative_to(ROOT)) for k in keys]
 
 
 def nvcc_flags(dtypes: set[str]) -> list[str]:
@@ -89,7 +101,7 @@ def extension(mode: str):
         return [], {}
     os.environ.setdefault("MAX_JOBS", str(default_max_jobs()))
     dtypes = selected_dtypes()
-    sources = ["csrc/bindings.cpp", "csrc/common/verify.cu", "csrc/cuda/runner.cu"] + instance_sources(dtypes)
+    sources = NATIVE_SOURCES + instance_sources(dtypes)
     ext = CUDAExtension(
         name="ckgemm._C",
         sources=sources,

@@ -30,14 +30,17 @@ class Rows(NamedTuple):
 
 
 def rows_of(name: str, t: torch.Tensor) -> Rows | None:
-    """Row model of a 0-D, 1-D, 2-D or 3-D tensor whose innermost stride is 1; None if it holds no element.
-    (Called on every validated call: few tensor attribute reads, no tensor ops.)"""
+    """Row model of a 0-D, 1-D, 2-D or 3-D tensor whose innermost stride is 1; None if it holds no element
+    or has no memory (a meta tensor: address 0). (Called on every validated call: few tensor attribute
+    reads, no tensor ops.)"""
     shape = tuple(t.shape)
     if 0 in shape:
         return None
+    base = t.data_ptr()
+    if base == 0:
+        return None
     stride = t.stride()
     es = t.element_size()
-    base = t.data_ptr()
     if len(shape) == 0:  # a scalar (a tensor-recipe scale)
         return Rows(name, base, 1, 0, es)
     if len(shape) == 1:

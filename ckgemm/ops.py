@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import torch
 
 from . import _compile, backends, prepack, validate
-from .backends.routes import REJECTED_MARK
-from .errors import InternalError
+from .backends.routes import REJECTED_MARK, UNSUPPORTED_MARK
+from .errors import BackendUnavailableError, InternalError
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,11 @@ def _explain(op: str, exc: Exception, validator) -> None:
     problem = validator()
     shapes = problem.shapes if hasattr(problem, "shapes") else [(problem.rows, problem.n, problem.k)]
     validate.check_native_limits(op, shapes)
-    if REJECTED_MARK in str(exc):
+    text = str(exc)
+    if UNSUPPORTED_MARK in text:
+        detail = text[text.index(UNSUPPORTED_MARK) + len(UNSUPPORTED_MARK):].strip().splitlines()[0]
+        raise BackendUnavailableError(f"{op}: the native backend cannot compute this call: {detail}") from None
+    if REJECTED_MARK in text:
         raise InternalError(f"ckgemm's native validator rejected a call that ckgemm/validate.py accepts; please "
                             f"report this: {str(exc).splitlines()[0]}") from exc
     raise exc

@@ -57,7 +57,7 @@ def run_cases(args, plan, report: Report, ceilings) -> int:
 
 def run_bad(args, plan, report: Report) -> int:
     failures = 0
-    for name, passed, detail in run_bad_inputs(plan.device, args.seed):
+    for name, passed, detail in run_bad_inputs(plan.device, args.seed, args.backend):
         failures += not passed
         print(f"{'PASS' if passed else 'FAIL'} bad input: {name}" + ("" if passed else f": {detail}"))
         report.add(op="bad_input", backend=args.backend or "auto", dtype="", shape=name, passed=passed)

@@ -1,5 +1,7 @@
 """Every bad input raises the documented exception type, its message names the group, the tensor,
-its shape/dtype/stride/device and the rule; and a bad call never writes into caller outputs."""
+its shape/dtype/stride/device and the rule; and a bad call never writes into caller outputs. The shared
+catalogue (ckgemm/bad_inputs.py) runs here on the reference; tests/test_native_rules.py runs it through
+the native validator's g++ build, tests/test_gpu_native.py through the native op."""
 from __future__ import annotations
 
 import re
@@ -8,7 +10,7 @@ import pytest
 import torch
 
 import ckgemm
-from ckgemm import InvalidArgumentError, InvalidTypeError
+from ckgemm import InvalidArgumentError, InvalidTypeError, bad_inputs
 from support import generator, make_group, poison, rand_tensor
 
 F16 = torch.float16
@@ -28,23 +30,6 @@ def _raises(exc_type, pattern, fn, *args, **kwargs):
     return str(info.value)
 
 
-def test_not_a_list_and_empty():
-    a, b = _groups()
-    _raises(InvalidTypeError, "a_list must be a list", ckgemm.grouped_gemm, torch.stack(a), b)
-    _raises(InvalidArgumentError, "a_list is empty", ckgemm.grouped_gemm, [], [])
-
-
-def test_length_mismatch():
-    a, b = _groups()
-    _raises(InvalidArgumentError, "a_list has 3 groups but b_list has 2", ckgemm.grouped_gemm, a, b[:2])
-
-
-def test_non_tensor_element_names_group():
-    a, b = _groups()
-    a[1] = [[1.0]]
-    _raises(InvalidTypeError, r"group 1: a\[1\] is a list, not a torch.Tensor", ckgemm.grouped_gemm, a, b)
-
-
 def test_non_2d_names_group_and_shape():
     a, b = _groups()
     b[2] = b[2].unsqueeze(0)
@@ -57,18 +42,6 @@ def test_k_mismatch(layout):
     a, b = _groups(layout=layout)
     a[1] = a[1][:, :31]
     _raises(InvalidArgumentError, r"group 1: .*K mismatch", ckgemm.grouped_gemm, a, b, layout=layout)
-
-
-def test_dtype_mismatch_between_a_and_b():
-    a, b = _groups()
-    b[0] = b[0].to(torch.bfloat16)
-    _raises(InvalidTypeError, r"group 0: b\[0\].*differs from a\[0\] dtype", ckgemm.grouped_gemm, a, b)
-
-
-def test_dtype_mismatch_across_groups():
-    a, b = _groups()
-    a[2], b[2] = a[2].to(torch.bfloat16), b[2].to(torch.bfloat16)
-    _raises(InvalidTypeError, r"group 2: a\[2\].*differs from group 0", ckgemm.grouped_gemm, a, b)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int16, torch.float8_e5m2, torch.bool,
@@ -87,29 +60,6 @@ def test_fp8_flavour_of_the_device(monkeypatch, family, wrong):
     gen = generator(f"fp8-flavour-{family}")
     a, b = make_group(4, 8, 16, wrong, "RC", gen)
     _raises(InvalidTypeError, rf"not the fp8 flavour of device .*family {family}", ckgemm.grouped_gemm, [a], [b])
-
-
-def test_devices_differ():
-    a, b = _groups()
-    b[1] = torch.empty(b[1].shape, dtype=F16, device="meta")
-    _raises(InvalidArgumentError, r"group 1: b\[1\].*is on meta", ckgemm.grouped_gemm, a, b)
-
-
-def test_unknown_layout():
-    a, b = _groups()
-    _raises(InvalidArgumentError, "unknown layout 'CR'", ckgemm.grouped_gemm, a, b, layout="CR")
-
-
-def test_innermost_stride():
-    a, b = _groups(nn=32)
-    a[1] = torch.empty(32, 8, dtype=F16).t()  # [8, 32] view with stride (1, 8)
-    _raises(InvalidArgumentError, r"group 1: a\[1\].*innermost stride must be 1", ckgemm.grouped_gemm, a, b)
-
-
-def test_requires_grad_is_rejected():
-    a, b = _groups()
-    a[0] = a[0].float().requires_grad_().to(F16)
-    _raises(InvalidArgumentError, "not differentiable", ckgemm.grouped_gemm, a, b)
 
 
 def _outputs(a, b, dtype=F16):
@@ -175,45 +125,6 @@ def _packed(layout="RC", groups=3, rows=12, n=16, k=32, dtype=F16):
     return a, b
 
 
-@pytest.mark.parametrize("case,exc,pattern", [
-    ("length", InvalidArgumentError, r"group_sizes \(shape \(2,\).*must be 1-D of length G=3"),
-    ("negative", InvalidArgumentError, r"group 1: group_sizes\[1\] = -2 is negative"),
-    ("sum", InvalidArgumentError, "group_sizes sum to 11 but a has 12 rows"),
-    ("float", InvalidTypeError, r"group_sizes .*must be an int32 or int64 tensor"),
-    ("not-tensor", InvalidTypeError, "group_sizes is a list"),
-    ("b-2d", InvalidArgumentError, r"b \(shape \(16, 32\).*must be 3-D"),
-    ("k", InvalidArgumentError, "K mismatch"),
-    ("out-shape", InvalidArgumentError, r"out \(shape \(12, 15\).*must have shape \(12, 16\)"),
-    ("out-alias", InvalidArgumentError, "out overlaps a"),
-])
-def test_packed_bad_inputs(case, exc, pattern):
-    a, b = _packed()
-    sizes = torch.tensor([4, 4, 4], dtype=torch.int32)
-    out = poison((12, 16), F16)
-    kwargs = {"out": out}
-    if case == "length":
-        sizes = sizes[:2]
-    elif case == "negative":
-        sizes = torch.tensor([8, -2, 6])
-    elif case == "sum":
-        sizes = torch.tensor([4, 4, 3])
-    elif case == "float":
-        sizes = sizes.float()
-    elif case == "not-tensor":
-        sizes = [4, 4, 4]
-    elif case == "b-2d":
-        b = b[0]
-    elif case == "k":
-        a = a[:, :16]
-    elif case == "out-shape":
-        kwargs["out"] = poison((12, 15), F16)
-    elif case == "out-alias":
-        a = rand_tensor((12, 32), F16, generator("packed-alias"))
-        kwargs["out"] = a[:, :16]
-    _raises(exc, pattern, ckgemm.grouped_gemm_packed, a, b, sizes, **kwargs)
-    assert torch.isnan(out).all()
-
-
 def test_unknown_and_unavailable_backends():
     a, b = _groups()
     _raises(InvalidArgumentError, "unknown backend 'nope'", ckgemm.grouped_gemm, a, b, backend="nope")
@@ -223,3 +134,30 @@ def test_unknown_and_unavailable_backends():
     assert "torch" in ckgemm.available_backends()
     status = ckgemm.backend_status("cpu")
     assert status["torch"] == "available" and status["cutlass"] != "available"
+
+
+CATALOGUE = bad_inputs.catalogue("cpu", seed=7)
+
+
+@pytest.mark.parametrize("case", CATALOGUE, ids=[c.name for c in CATALOGUE])
+def test_catalogue_on_the_reference(case):
+    """Purpose: each documented bad input raises its type, message and rule id, and writes nothing."""
+    passed, detail = bad_inputs.check(case, backend="torch")
+    assert passed, detail
+
+
+def test_catalogue_covers_every_rule_the_validator_has():
+    """A rule with no catalogue case is a rule nobody checks on the native path."""
+    exercised = {c.rule for c in CATALOGUE}
+    untested = {ckgemm.Rule.NONE, ckgemm.Rule.TOO_LARGE, ckgemm.Rule.FP8_FLAVOUR, ckgemm.Rule.PREPACKED}  # below
+    missing = set(ckgemm.Rule) - exercised - untested
+    assert not missing, f"rules without a catalogue case: {sorted(r.name for r in missing)}"
+
+
+def test_prepacked_weights_against_their_layout():
+    a, b = _groups(layout="RR")
+    weights = ckgemm.prepack(b, layout="RR")
+    assert weights.layout == "RR" and not weights.transposed  # the torch reference reads RR as it is
+    _raises(InvalidArgumentError, "prepacked from layout RR, but the call asks for layout RC", ckgemm.grouped_gemm,
+            a, weights, layout="RC")
+    assert [c.shape for c in ckgemm.grouped_gemm(a, weights)] == [(8, 16)] * 3

@@ -84,10 +84,12 @@ class NativeBackend:
     # Each call runs the native validator first; a rejected call raises RuntimeError carrying the rule
     # id (routes.REJECTED_MARK) before anything is written, and ckgemm.ops then raises validate.py's message.
     def grouped_gemm(self, a_list, b_list, scale_a, scale_b, layout, out_dtype):
-        return self.ops[0](a_list, b_list, scale_a or (), scale_b or (), LAYOUT_CODES.get(layout, -1), out_dtype)
+        sa, sb, given = _scale_lists(scale_a, scale_b)
+        return self.ops[0](a_list, b_list, sa, sb, given, LAYOUT_CODES.get(layout, -1), out_dtype)
 
     def grouped_gemm_out(self, a_list, b_list, c_list, scale_a, scale_b, layout, out_dtype):
-        self.ops[1](a_list, b_list, c_list, scale_a or (), scale_b or (), LAYOUT_CODES.get(layout, -1), out_dtype)
+        sa, sb, given = _scale_lists(scale_a, scale_b)
+        self.ops[1](a_list, b_list, c_list, sa, sb, given, LAYOUT_CODES.get(layout, -1), out_dtype)
 
     def grouped_gemm_packed(self, a, b, group_sizes, scale_a, scale_b, layout, out_dtype):
         return self.ops[2](a, b, group_sizes, scale_a, scale_b, LAYOUT_CODES.get(layout, -1), out_dtype)
@@ -108,45 +110,18 @@ class NativeBackend:
         return routes.decode_report(self.NAME, _C.last_report(), _C.instance_names())
 
 
+def _scale_lists(scale_a, scale_b):
+    """The list forms' scales as the op takes them: two lists and a bitmask of which were given (an empty
+    list is given, None is not: validate.py tells them apart, so the native validator must too)."""
+    sa = () if scale_a is None else scale_a
+    sb = () if scale_b is None else scale_b
+    if type(sa) not in (list, tuple) or type(sb) not in (list, tuple):
+        raise TypeError("ckgemm: scale lists must be lists or tuples")  # validate.py explains it
+    return sa, sb, (scale_a is not None) | (scale_b is not None) << 1
+
+
 _BACKENDS = {name: NativeBackend(name) for name in NAMES}
 
 
 def backend(name: str) -> NativeBackend:
     return _BACKENDS[name]
-
-
-def _register_fakes() -> None:
-    """Fake (meta) kernels of the native ops, for torch.compile and torch.library.opcheck."""
-    from ..dtypes import rule_for
-
-    def out_of(a, scale_a, out_dtype):
-        if scale_a is not None and (not isinstance(scale_a, (list, tuple)) or len(scale_a)):
-            return out_dtype or torch.bfloat16
-        return rule_for(a.dtype).output
-
-    @torch.library.register_fake("ckgemm::gemm_list")
-    def _list(a, b, scale_a, scale_b, layout, out_dtype):
-        dtype = out_of(a[0], scale_a, out_dtype)
-        return [x.new_empty((x.shape[0], (y.shape[0] if layout == 0 else y.shape[1])), dtype=dtype)
-                for x, y in zip(a, b)]
-
-    @torch.library.register_fake("ckgemm::gemm_list_out")
-    def _list_out(a, b, c, scale_a, scale_b, layout, out_dtype):
-        return None
-
-    @torch.library.register_fake("ckgemm::gemm_packed")
-    def _packed(a, b, group_sizes, scale_a, scale_b, layout, out_dtype):
-        n = b.shape[1] if layout == 0 else b.shape[2]
-        return a.new_empty((a.shape[0], n), dtype=out_of(a, scale_a, out_dtype))
-
-    @torch.library.register_fake("ckgemm::gemm_packed_out")
-    def _packed_out(a, b, group_sizes, out, scale_a, scale_b, layout, out_dtype):
-        return None
-
-    @torch.library.register_fake("ckgemm::transpose_b")
-    def _transpose(b):
-        return b.new_empty((*b.shape[:-2], b.shape[-1], b.shape[-2]))
-
-
-if _C is not None:
-    _register_fakes()

@@ -11,6 +11,7 @@ The values are route.h's (tests/test_native_rules.py checks them against the com
 from __future__ import annotations
 
 REJECTED_MARK = "[ckgemm-rejected"  # starts the message of a call the native validator rejects (validate.h)
+UNSUPPORTED_MARK = "[ckgemm-unsupported]"  # a valid call no instance of this build can compute (the reason follows)
 KIND_EMPTY, KIND_ZERO_K, KIND_KERNEL = 0, 1, 2
 FLAG_REPACK_A, FLAG_REPACK_B, FLAG_TRANSPOSE_B, FLAG_STAGE_C, FLAG_EXPAND_SCALES = 1, 2, 4, 8, 16
 OPS = ("grouped_gemm", "grouped_gemm_out", "grouped_gemm_packed", "grouped_gemm_packed")

@@ -1,42 +1,95 @@
-// CUTLASS SM90 ptr-array grouped GEMM, assembled from named parts (CUTLASS 3.x/4.x style):
-// element types, B layout, tile, cluster, mainloop schedule and epilogue schedule.
+// CUTLASS SM90 ptr-array grouped GEMM, assembled from named parts (CUTLASS 3.x/4.x style): element
+// types, B layout, tile, cluster, mainloop and epilogue schedule, and the scaling of the epilogue.
 //
-// Every instance writes D = alpha * (A @ op(B)) with alpha = 1 and no C operand (ElementC = void),
-// accumulating in ElementAcc (float, or int32 for int8 so results are exact).
+// Unscaled: D = A @ op(B) (alpha 1, no C operand), accumulating in ElementAcc (float, or int32 for int8 so
+// results are exact). Row-scaled: D = cast((acc * sA[m]) * sB[n]) through an EVT epilogue (column broadcast
+// of per-row A scales, row broadcast of per-column B scales, one pointer per group). Block-scaled: CUTLASS's
+// blockwise mainloop promotes each 128-deep K block with sA[m, kb] * sB[nb, kb] (K-major scale layouts,
+// rebuilt per group on the device from the group's shape), then D = cast(acc).
 #pragma once
 
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
+#include "cutlass/detail/blockwise_scale_layout.hpp"
 #include "cutlass/epilogue/collective/collective_builder.hpp"
 #include "cutlass/epilogue/dispatch_policy.hpp"
 #include "cutlass/epilogue/fusion/operations.hpp"
+#include "cutlass/epilogue/fusion/sm90_callbacks_tma_warpspecialized.hpp"
 #include "cutlass/gemm/collective/collective_builder.hpp"
 #include "cutlass/gemm/device/gemm_universal_adapter.h"
 #include "cutlass/gemm/dispatch_policy.hpp"
 #include "cutlass/gemm/group_array_problem_shape.hpp"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 
+#include "../ckgemm.h"
+
 namespace ckgemm::cuda {
 
 using namespace cute;
 
-// Large per-group M: two consumer warp groups share a 128-row tile; TMA-store epilogue.
+// Large per-group M: two consumer warp groups share a tile; TMA-store epilogue.
 struct Cooperative {
   using Mainloop = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative;
   using Epilogue = cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative;
-  static constexpr bool kDirectStore = false;
+  static constexpr bool kDirectStore = false, kBlockwise = false;
+  static constexpr const char* name = "coop";
 };
-
-// Small M or any output alignment: ping-pong warp groups on 64-row tiles; the epilogue stores
-// straight from registers (no TMA), so D needs no 16-byte alignment.
+// Small M or any output alignment: ping-pong warp groups; the epilogue stores straight from registers
+// (no TMA), so D needs no 16-byte alignment (no fusion: unscaled only).
 struct PingpongDirectStore {
   using Mainloop = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpong;
   using Epilogue = cutlass::epilogue::PtrArrayNoSmemWarpSpecialized;
-  static constexpr bool kDirectStore = true;
+  static constexpr bool kDirectStore = true, kBlockwise = false;
+  static constexpr const char* name = "pingpong";
+};
+// Small M with a fused (scaled) epilogue: ping-pong with the TMA-store epilogue.
+struct Pingpong {
+  using Mainloop = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpong;
+  using Epilogue = cutlass::epilogue::PtrArrayTmaWarpSpecializedPingpong;
+  static constexpr bool kDirectStore = false, kBlockwise = false;
+  static constexpr const char* name = "pingpong";
+};
+struct CooperativeBlockwise {
+  using Mainloop = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperativeFP8Blockwise;
+  using Epilogue = cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative;
+  static constexpr bool kDirectStore = false, kBlockwise = true;
+  static constexpr const char* name = "coop_blockwise";
+};
+struct PingpongBlockwise {
+  using Mainloop = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpongFP8Blockwise;
+  using Epilogue = cutlass::epilogue::PtrArrayTmaWarpSpecializedPingpong;
+  static constexpr bool kDirectStore = false, kBlockwise = true;
+  static constexpr const char* name = "pingpong_blockwise";
 };
 
+// The epilogue fusion of a scaling.
+template <Scaling S, class ElementOut, class ElementAcc, class Tile>
+struct FusionFor {  // unscaled and block-scaled: D = acc (alpha 1, no C), computed in the accumulator's type
+  using Compute = ElementAcc;  // int32 for int8: exact
+  using Type = cutlass::epilogue::fusion::LinearCombination<ElementOut, Compute, void, Compute>;
+};
+template <class ElementOut, class ElementAcc, class Tile>
+struct FusionFor<Scaling::Row, ElementOut, ElementAcc, Tile> {
+  using Compute = float;
+  using ScaleA = cutlass::epilogue::fusion::Sm90ColBroadcast<0, Tile, float*, float, Stride<_1, _0, _0>>;
+  using ScaleB = cutlass::epilogue::fusion::Sm90RowBroadcast<0, Tile, float*, float, Stride<_0, _1, _0>>;
+  using Acc = cutlass::epilogue::fusion::Sm90AccFetch;
+  using Mul = cutlass::epilogue::fusion::Sm90Compute<cutlass::multiplies, float, float,
+                                                     cutlass::FloatRoundStyle::round_to_nearest>;
+  using Cast = cutlass::epilogue::fusion::Sm90Compute<cutlass::epilogue::thread::Identity, ElementOut, float,
+                                                      cutlass::FloatRoundStyle::round_to_nearest>;
+  using RowScaled = cutlass::epilogue::fusion::Sm90EVT<Mul, Acc, ScaleA>;  // acc * sA[m]
+  using Type = cutlass::epilogue::fusion::Sm90EVT<Cast, cutlass::epilogue::fusion::Sm90EVT<Mul, RowScaled, ScaleB>>;
+};
+
+// K-major scale layouts ([M, ceil(K/128)] and [ceil(N/128), ceil(K/128)] row-major), 1 x 128 / 128 x 128.
+using BlockScaleConfig = cutlass::detail::Sm90BlockwiseScaleConfig<1, kScaleBlock, kScaleBlock, cute::GMMA::Major::K,
+                                                                   cute::GMMA::Major::K>;
+using LayoutSFA = decltype(BlockScaleConfig::deduce_layoutSFA());
+using LayoutSFB = decltype(BlockScaleConfig::deduce_layoutSFB());
+
 template <class ElementIn_, class ElementOut_, class ElementAcc_, class LayoutB_, class TileShape_,
-          class ClusterShape_, class Schedule_>
+          class ClusterShape_, class Schedule_, Scaling Scaling_>
 struct GroupedGemmKernel {
   using ElementIn = ElementIn_;
   using ElementOut = ElementOut_;
@@ -45,21 +98,29 @@ struct GroupedGemmKernel {
   using LayoutB = LayoutB_;
   using LayoutD = cutlass::layout::RowMajor;
   using Schedule = Schedule_;
+  using TileShape = TileShape_;
+  static constexpr Scaling kScaling = Scaling_;
   using ProblemShape = cutlass::gemm::GroupProblemShape<Shape<int, int, int>>;
+  static_assert(!Schedule::kBlockwise || kScaling == Scaling::Block, "blockwise schedules are for block scales");
+  static_assert(!Schedule::kDirectStore || kScaling == Scaling::None, "the direct-store epilogue fuses nothing");
 
   static constexpr int kAlignIn = 16 / sizeof(ElementIn);
   static constexpr int kAlignOut = Schedule::kDirectStore ? 1 : 16 / sizeof(ElementOut);
 
-  using Fusion = cutlass::epilogue::fusion::LinearCombination<ElementOut, ElementAcc, void, ElementAcc>;
+  using Fusion = typename FusionFor<kScaling, ElementOut, ElementAcc, TileShape_>::Type;
+  using ElementCompute = typename FusionFor<kScaling, ElementOut, ElementAcc, TileShape_>::Compute;
 
   using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape_, ClusterShape_,
-      cutlass::epilogue::collective::EpilogueTileAuto, ElementAcc, ElementAcc,
+      cutlass::epilogue::collective::EpilogueTileAuto, ElementAcc, ElementCompute,
       void, LayoutD*, kAlignOut,  // no C operand
       ElementOut, LayoutD*, kAlignOut, typename Schedule::Epilogue, Fusion>::CollectiveOp;
 
+  using OperandA = std::conditional_t<kScaling == Scaling::Block, cute::tuple<LayoutA*, LayoutSFA*>, LayoutA*>;
+  using OperandB = std::conditional_t<kScaling == Scaling::Block, cute::tuple<LayoutB*, LayoutSFB*>, LayoutB*>;
+
   using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementIn, LayoutA*, kAlignIn, ElementIn, LayoutB*,
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementIn, OperandA, kAlignIn, ElementIn, OperandB,
       kAlignIn, ElementAcc, TileShape_, ClusterShape_,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
           sizeof(typename CollectiveEpilogue::SharedStorage))>,

@@ -1,25 +1,27 @@
 // One CUTLASS grouped-GEMM instance behind the ckgemm ABI: its argument arrays (problem shapes,
-// pointers, strides) in one device buffer, the list form's host staging and single H2D copy, the
-// packed form's device-side builder sink, per-group alignment rules, and the launch.
+// pointers, strides, scale pointers and layouts) in one device buffer, written on the device by the
+// shared builders (list form: descriptors as kernel parameters; packed form: from the device-resident
+// sizes), and the launch. No host staging, no host-to-device copy: every launch is graph-capturable.
 #pragma once
 
 #include <cuda_runtime.h>
 
-#include <climits>
 #include <cstdint>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <type_traits>
 #include <utility>
 
 #include "../ckgemm.h"
+#include "../common/list_args.cuh"
 #include "../common/packed_args.cuh"
 #include "grouped_kernel.cuh"
 
 namespace ckgemm::cuda {
 
-// What the runner hands an instance. List form: host_groups holds only groups for the kernel
-// (no empty or k == 0 groups). Packed form: packed is set and host_groups is null.
+// What the runner hands an instance. List form: host_groups (all routed to this instance). Packed
+// form: packed is set and host_groups is null.
 struct Launch {
   int groups;
   const GroupDesc* host_groups;
@@ -31,8 +33,7 @@ struct Launch {
 };
 
 struct InstanceFns {
-  BufferSizes (*sizes)(int groups, int sm_count, bool packed);
-  bool (*supports)(const GroupDesc& group, std::string* why);
+  size_t (*bytes)(int groups, int sm_count);
   Status (*run)(const Launch& launch);
 };
 
@@ -55,9 +56,10 @@ inline bool scheduler_along_n() {
   }();
   return value;
 }
-// fp8 two-level accumulation: CKGEMM_FP8_PROMOTION in {4, 8, 16} wgmma k-blocks between promotions of the
-// tensor-core partial sums into the fp32 accumulator (CUTLASS's default, 4, is one 128-deep k-tile). Larger
-// intervals drain the tensor pipe less often and sum longer in the tensor core's narrower accumulator.
+// Unscaled and row-scaled fp8, two-level accumulation: CKGEMM_FP8_PROMOTION in {4, 8, 16} wgmma k-blocks
+// between promotions of the tensor-core partial sums into the fp32 accumulator (CUTLASS's default, 4, is
+// one 128-deep k-tile). Larger intervals drain the tensor pipe less often and sum longer in the tensor
+// core's narrower accumulator. (The block recipe promotes once per 128-wide scale block, always.)
 inline unsigned fp8_promotion_interval() {
   static const unsigned value = [] {
     const char* e = std::getenv("CKGEMM_FP8_PROMOTION");
@@ -71,8 +73,6 @@ struct HasPromotionInterval : std::false_type {};
 template <class T>
 struct HasPromotionInterval<T, std::void_t<decltype(std::declval<T&>().mma_promotion_interval)>> : std::true_type {};
 
-inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 template <class K>
 struct Instance {
   using Gemm = typename K::Gemm;
@@ -83,8 +83,9 @@ struct Instance {
   using StrideA = typename Kernel::InternalStrideA;
   using StrideB = typename Kernel::InternalStrideB;
   using StrideD = typename Kernel::InternalStrideD;
-  static constexpr bool kRowMajorB = std::is_same_v<typename K::LayoutB, cutlass::layout::RowMajor>;
-  static_assert(!std::is_same_v<ElementIn, cutlass::float_e4m3_t> ||
+  static constexpr Scaling kScaling = K::kScaling;
+  static constexpr bool kScaled = kScaling != Scaling::None;
+  static_assert(!std::is_same_v<ElementIn, cutlass::float_e4m3_t> || kScaling == Scaling::Block ||
                     HasPromotionInterval<typename Kernel::MainloopArguments>::value,
                 "fp8 instances use CUTLASS's two-level (promoting) accumulation");
 
@@ -93,27 +94,43 @@ struct Instance {
     const ElementIn** a;
     const ElementIn** b;
     ElementOut** d;
-    StrideA* sa;
-    StrideB* sb;
-    StrideD* sd;
+    StrideA* da;
+    StrideB* db;
+    StrideD* dd;
+    const float** sa;  // per-group scale pointers (scaled instances)
+    const float** sb;
+    LayoutSFA* lsfa;  // per-group scale layouts (block scales)
+    LayoutSFB* lsfb;
   };
 
   static size_t arrays_bytes(int g) {
-    return align_up(g * sizeof(Shape3), 16) + 3 * align_up(g * sizeof(void*), 16) +
-           align_up(g * sizeof(StrideA), 16) + align_up(g * sizeof(StrideB), 16) + align_up(g * sizeof(StrideD), 16);
+    size_t bytes = align_up(g * sizeof(Shape3), 16) + 3 * align_up(g * sizeof(void*), 16) +
+                   align_up(g * sizeof(StrideA), 16) + align_up(g * sizeof(StrideB), 16) +
+                   align_up(g * sizeof(StrideD), 16);
+    if (kScaled) bytes += 2 * align_up(g * sizeof(void*), 16);
+    if (kScaling == Scaling::Block) bytes += align_up(g * sizeof(LayoutSFA), 16) + align_up(g * sizeof(LayoutSFB), 16);
+    return bytes;
   }
 
   static Arrays carve(void* base, int g) {
     char* p = static_cast<char*>(base);
     auto take = [&](size_t bytes) { char* q = p; p += align_up(bytes, 16); return q; };
-    Arrays arr;
+    Arrays arr{};
     arr.shapes = reinterpret_cast<Shape3*>(take(g * sizeof(Shape3)));
     arr.a = reinterpret_cast<const ElementIn**>(take(g * sizeof(void*)));
     arr.b = reinterpret_cast<const ElementIn**>(take(g * sizeof(void*)));
     arr.d = reinterpret_cast<ElementOut**>(take(g * sizeof(void*)));
-    arr.sa = reinterpret_cast<StrideA*>(take(g * sizeof(StrideA)));
-    arr.sb = reinterpret_cast<StrideB*>(take(g * sizeof(StrideB)));
-    arr.sd = reinterpret_cast<StrideD*>(take(g * sizeof(StrideD)));
+    arr.da = reinterpret_cast<StrideA*>(take(g * sizeof(StrideA)));
+    arr.db = reinterpret_cast<StrideB*>(take(g * sizeof(StrideB)));
+    arr.dd = reinterpret_cast<StrideD*>(take(g * sizeof(StrideD)));
+    if (kScaled) {
+      arr.sa = reinterpret_cast<const float**>(take(g * sizeof(void*)));
+      arr.sb = reinterpret_cast<const float**>(take(g * sizeof(void*)));
+    }
+    if (kScaling == Scaling::Block) {
+      arr.lsfa = reinterpret_cast<LayoutSFA*>(take(g * sizeof(LayoutSFA)));
+      arr.lsfb = reinterpret_cast<LayoutSFB*>(take(g * sizeof(LayoutSFB)));
+    }
     return arr;
   }
 
@@ -129,55 +146,60 @@ struct Instance {
     return s;
   }
 
-  CUTE_HOST_DEVICE static void write(const Arrays& arr, int i, const GroupDesc& g) {
-    arr.shapes[i] = cute::make_shape(static_cast<int>(g.m), static_cast<int>(g.n), static_cast<int>(g.k));
-    arr.a[i] = static_cast<const ElementIn*>(g.a);
-    arr.b[i] = static_cast<const ElementIn*>(g.b);
-    arr.d[i] = static_cast<ElementOut*>(g.c);
-    arr.sa[i] = with_ld<StrideA>(g.lda);
-    arr.sb[i] = with_ld<StrideB>(g.ldb);
-    arr.sd[i] = with_ld<StrideD>(g.ldc);
-  }
-
   struct Sink {
     Arrays arr;
-    __device__ void operator()(int i, const GroupDesc& g) const { write(arr, i, g); }
+    __device__ void operator()(int i, const GroupDesc& g) const {
+      const int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
+      arr.shapes[i] = cute::make_shape(m, n, k);
+      arr.a[i] = static_cast<const ElementIn*>(g.a);
+      arr.b[i] = static_cast<const ElementIn*>(g.b);
+      arr.d[i] = static_cast<ElementOut*>(g.c);
+      arr.da[i] = with_ld<StrideA>(g.lda);
+      arr.db[i] = with_ld<StrideB>(g.ldb);
+      arr.dd[i] = with_ld<StrideD>(g.ldc);
+      if constexpr (kScaled) {
+        arr.sa[i] = g.sa;
+        arr.sb[i] = g.sb;
+      }
+      if constexpr (kScaling == Scaling::Block) {
+        arr.lsfa[i] = BlockScaleConfig::tile_atom_to_shape_SFA(cute::make_shape(m, n, k, 1));
+        arr.lsfb[i] = BlockScaleConfig::tile_atom_to_shape_SFB(cute::make_shape(m, n, k, 1));
+      }
+    }
   };
 
-  // TMA needs 16-byte aligned bases and leading dimensions, and a contiguous extent that is a
-  // multiple of 16 bytes; the direct-store epilogue lifts those rules for D.
-  static bool supports(const GroupDesc& g, std::string* why) {
-    constexpr int64_t in = sizeof(ElementIn), out = sizeof(ElementOut);
-    const char* fail = nullptr;
-    if (g.m > INT_MAX || g.n > INT_MAX || g.k > INT_MAX) fail = "a dimension exceeds 2^31-1";
-    else if (!aligned16(g.a) || (g.lda * in) % 16) fail = "A base or lda not 16-byte aligned";
-    else if (!aligned16(g.b) || (g.ldb * in) % 16) fail = "B base or ldb not 16-byte aligned";
-    else if ((g.k * in) % 16) fail = "K is not a multiple of 16 bytes";
-    else if (kRowMajorB && (g.n * in) % 16) fail = "N (contiguous in RR B) is not a multiple of 16 bytes";
-    else if (!K::Schedule::kDirectStore && (!aligned16(g.c) || (g.ldc * out) % 16 || (g.n * out) % 16))
-      fail = "C base, ldc or N not 16-byte aligned for the TMA-store epilogue";
-    if (fail != nullptr && why != nullptr) *why = fail;
-    return fail == nullptr;
+  // Resident clusters of this kernel per device, queried once per device (it does not change).
+  static int max_active_clusters(int device) {
+    constexpr int kMaxDevices = 64;
+    static std::once_flag once[kMaxDevices];
+    static int clusters[kMaxDevices] = {};
+    if (device < 0 || device >= kMaxDevices) return 0;
+    std::call_once(once[device], [&] { clusters[device] = cutlass::KernelHardwareInfo::query_device_max_active_clusters<Kernel>(); });
+    return clusters[device];
   }
 
-  static cutlass::KernelHardwareInfo hardware(int sm_count) {
+  static typename Gemm::Arguments arguments(const Arrays& arr, int groups, int sm_count) {
     int device = 0;
     cudaGetDevice(&device);
-    static int clusters[64] = {};  // per device; occupancy of this kernel does not change
-    if (device < 64 && clusters[device] == 0)
-      clusters[device] = cutlass::KernelHardwareInfo::query_device_max_active_clusters<Kernel>();
-    return {device, sm_count, device < 64 ? clusters[device] : 0};
-  }
-
-  static typename Gemm::Arguments arguments(const Arrays& arr, const Shape3* host_shapes, int groups, int sm_count) {
-    typename Gemm::Arguments args{
-        cutlass::gemm::GemmUniversalMode::kGrouped,
-        {groups, arr.shapes, const_cast<Shape3*>(host_shapes)},
-        {arr.a, arr.sa, arr.b, arr.sb},
-        {{}, nullptr, nullptr, arr.d, arr.sd},
-        hardware(sm_count)};
-    args.epilogue.thread.alpha = 1;
-    args.epilogue.thread.beta = 0;
+    typename Gemm::Arguments args{};
+    args.mode = cutlass::gemm::GemmUniversalMode::kGrouped;
+    args.problem_shape = {groups, arr.shapes, nullptr};  // sizes live on the device only
+    if constexpr (kScaling == Scaling::Block) {
+      args.mainloop = {arr.a, arr.da, arr.b, arr.db, arr.sa, arr.lsfa, arr.sb, arr.lsfb};
+    } else {
+      args.mainloop = {arr.a, arr.da, arr.b, arr.db};
+    }
+    args.epilogue.ptr_C = nullptr;
+    args.epilogue.ptr_D = arr.d;
+    args.epilogue.dD = arr.dd;
+    if constexpr (kScaling == Scaling::Row) {
+      // (acc * sA[m]) * sB[n], cast: {{{acc, scale A, *}, scale B, *}, cast}
+      args.epilogue.thread = {{{{}, {arr.sa, 0.f, {}}, {}}, {arr.sb, 0.f, {}}, {}}, {}};
+    } else {
+      args.epilogue.thread.alpha = 1;
+      args.epilogue.thread.beta = 0;
+    }
+    args.hw_info = {device, sm_count, max_active_clusters(device)};
     using Raster = decltype(args.scheduler.raster_order);
     args.scheduler.max_swizzle_size = scheduler_swizzle();
     args.scheduler.raster_order = scheduler_along_n() ? Raster::AlongN : Raster::AlongM;
@@ -186,66 +208,100 @@ struct Instance {
     return args;
   }
 
-  static size_t cutlass_workspace(int groups, int sm_count) {
+  static size_t bytes(int groups, int sm_count) {
     Arrays none{};
-    return Gemm::get_workspace_size(arguments(none, nullptr, groups, sm_count));
-  }
-
-  static BufferSizes sizes(int groups, int sm_count, bool packed) {
-    const size_t arrays = align_up(arrays_bytes(groups), 256);
-    return {arrays + cutlass_workspace(groups, sm_count), packed ? 0 : arrays_bytes(groups)};
+    return align_up(arrays_bytes(groups), 256) + Gemm::get_workspace_size(arguments(none, groups, sm_count));
   }
 
   static Status fail(const Launch& l, Status s, const std::string& text) {
     if (l.report != nullptr) {
-      std::string t = text.substr(0, sizeof(l.report->message) - 1);
+      const std::string t = text.substr(0, sizeof(l.report->message) - 1);
       t.copy(l.report->message, t.size());
       l.report->message[t.size()] = '\0';
     }
     return s;
   }
 
+  // The kernel's dynamic shared memory limit, raised once per process (not on every call as
+  // GemmUniversalAdapter::initialize does).
+  static cudaError_t raise_smem_limit() {
+    static const cudaError_t result = [] {
+      const int smem = static_cast<int>(Kernel::SharedStorageSize);
+      return smem >= (48 << 10) ? cudaFuncSetAttribute(cutlass::device_kernel<Kernel>,
+                                                       cudaFuncAttributeMaxDynamicSharedMemorySize, smem)
+                                : cudaSuccess;
+    }();
+    return result;
+  }
+
   static Status run(const Launch& l) {
     const size_t arrays = align_up(arrays_bytes(l.groups), 256);
     Arrays dev = carve(l.buffers->device, l.groups);
-    const Shape3* host_shapes = nullptr;
+    cudaError_t e = cudaSuccess;
     if (l.host_groups != nullptr) {
-      Arrays host = carve(l.buffers->host, l.groups);
-      for (int i = 0; i < l.groups; ++i) write(host, i, l.host_groups[i]);
-      // Device pointers inside the staged arrays point at `dev`'s layout: same offsets, one copy.
-      cudaError_t e = cudaMemcpyAsync(l.buffers->device, l.buffers->host, arrays_bytes(l.groups),
-                                      cudaMemcpyHostToDevice, l.stream);
-      if (e != cudaSuccess) return fail(l, Status::BackendError, cudaGetErrorString(e));
-      host_shapes = host.shapes;  // lets CUTLASS size the grid and check alignment per group
+      const int err = for_each_list_chunk(l.host_groups, l.groups, [&](const ListChunk& chunk) {
+        build_list_groups<<<1, kListChunk, 0, l.stream>>>(chunk, Sink{dev});
+        return static_cast<int>(cudaGetLastError());
+      });
+      e = static_cast<cudaError_t>(err);
     } else {
       build_packed_groups<<<1, kPackedBuilderThreads, 0, l.stream>>>(
           *l.packed, static_cast<int>(sizeof(ElementIn)), static_cast<int>(sizeof(ElementOut)), Sink{dev});
+      e = cudaGetLastError();
     }
-    typename Gemm::Arguments args = arguments(dev, host_shapes, l.groups, l.sm_count);
-    Gemm gemm;
-    cutlass::Status st = gemm.can_implement(args);
-    if (st != cutlass::Status::kSuccess)
-      return fail(l, Status::Unsupported, std::string("CUTLASS can_implement: ") + cutlassGetStatusString(st));
+    if (e != cudaSuccess) return fail(l, Status::BackendError, std::string("argument builder: ") + cudaGetErrorString(e));
+    typename Gemm::Arguments args = arguments(dev, l.groups, l.sm_count);
     const size_t ws = Gemm::get_workspace_size(args);
     if (arrays + ws > l.buffers->device_bytes) return fail(l, Status::BackendError, "workspace too small");
-    st = gemm.initialize(args, static_cast<char*>(l.buffers->device) + arrays, l.stream);
+    void* workspace = static_cast<char*>(l.buffers->device) + arrays;
+    cutlass::Status st = Kernel::initialize_workspace(args, workspace, l.stream);
     if (st != cutlass::Status::kSuccess)
-      return fail(l, Status::BackendError, std::string("CUTLASS initialize: ") + cutlassGetStatusString(st));
-    st = gemm.run(l.stream);
-    cudaError_t e = cudaGetLastError();
+      return fail(l, Status::BackendError, std::string("CUTLASS workspace: ") + cutlassGetStatusString(st));
+    e = raise_smem_limit();
+    if (e != cudaSuccess) return fail(l, Status::BackendError, std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(e));
+    typename Kernel::Params params = Kernel::to_underlying_arguments(args, workspace);
+    st = Gemm::run(params, l.stream);
+    e = cudaGetLastError();
     if (st != cutlass::Status::kSuccess || e != cudaSuccess)
       return fail(l, Status::BackendError,
                   std::string("CUTLASS run: ") + cutlassGetStatusString(st) + " / " + cudaGetErrorString(e));
     return Status::Ok;
   }
 
-  static InstanceFns fns() { return {&sizes, &supports, &run}; }
+  static InstanceFns fns() { return {&bytes, &run}; }
 };
+
+// ---- the instance types of instances.inc ----
+template <DType D> struct InType;
+template <> struct InType<DType::F16> { using T = cutlass::half_t; };
+template <> struct InType<DType::BF16> { using T = cutlass::bfloat16_t; };
+template <> struct InType<DType::FP8_E4M3> { using T = cutlass::float_e4m3_t; };
+template <> struct InType<DType::I8> { using T = int8_t; };
+template <OutType O> struct OutTypeOf;
+template <> struct OutTypeOf<OutType::F16> { using T = cutlass::half_t; };
+template <> struct OutTypeOf<OutType::BF16> { using T = cutlass::bfloat16_t; };
+template <> struct OutTypeOf<OutType::F32> { using T = float; };
+template <> struct OutTypeOf<OutType::I32> { using T = int32_t; };
+template <Layout L>
+using LayoutBOf = std::conditional_t<L == Layout::RC, cutlass::layout::ColumnMajor, cutlass::layout::RowMajor>;
+template <DType D>
+using AccOf = std::conditional_t<D == DType::I8, int32_t, float>;
+
+#define CKGEMM_INSTANCE(key, dtype, out, layout, scaling, schedule, tm, tn, tk, cm, cn)                     \
+  struct Spec_##key {                                                                                       \
+    using Kernel = GroupedGemmKernel<typename InType<DType::dtype>::T, typename OutTypeOf<OutType::out>::T, \
+                                     AccOf<DType::dtype>, LayoutBOf<Layout::layout>,                       \
+                                     Shape<Int<tm>, Int<tn>, Int<tk>>, Shape<Int<cm>, Int<cn>, _1>, schedule, \
+                                     Scaling::scaling>;                                                     \
+  };                                                                                                        \
+  InstanceFns instance_fns_##key();
+#include "instances.inc"
+#undef CKGEMM_INSTANCE
 
 }  // namespace ckgemm::cuda
 
-// Defines `ckgemm::cuda::InstanceFns ckgemm::cuda::instance_<name>()` for one kernel type.
-#define CKGEMM_CUDA_INSTANCE(name, ...)                                                    \
-  namespace ckgemm::cuda {                                                                 \
-  InstanceFns instance_##name() { return Instance<__VA_ARGS__>::fns(); }                   \
+// Defines `ckgemm::cuda::InstanceFns ckgemm::cuda::instance_fns_<key>()` (one per translation unit).
+#define CKGEMM_CUDA_INSTANCE(key)                                                       \
+  namespace ckgemm::cuda {                                                              \
+  InstanceFns instance_fns_##key() { return Instance<Spec_##key::Kernel>::fns(); }      \
   }

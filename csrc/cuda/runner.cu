@@ -1,63 +1,28 @@
-// The CUTLASS backend behind csrc/ckgemm.h: picks the instance for (dtype, layout, config), plans
-// list-form calls (skip empty groups, zero-fill k == 0, refuse misaligned groups — the Python layer
-// repacks those before calling), and launches.
+// The CUTLASS backend's launch half of the ckgemm ABI (the instance table, acceptance and selection
+// rules are rules.cpp): scratch sizes, and launching the groups the router sent to an instance.
 #include <cuda_runtime.h>
 
 #include <string>
-#include <vector>
 
 #include "../ckgemm.h"
-#include "../common/packed_args.cuh"
-#include "../common/plan.h"
+#include "../common/descriptor.h"
 #include "instance.cuh"
 
 namespace ckgemm::cuda {
-
-#define CKGEMM_INSTANCE(dtype, layout, config, name) InstanceFns instance_##name();
-#include "instances.inc"
-#undef CKGEMM_INSTANCE
-
 namespace {
 
-struct Entry {
-  DType dtype;
-  Layout layout;
-  Config config;
-  InstanceFns (*make)();
-};
-
-const Entry kInstances[] = {
-#define CKGEMM_INSTANCE(dtype, layout, config, name) {DType::dtype, Layout::layout, Config::config, &instance_##name},
+const InstanceFns& fns(int id) {
+  static const InstanceFns table[] = {
+#define CKGEMM_INSTANCE(key, ...) instance_fns_##key(),
 #include "instances.inc"
 #undef CKGEMM_INSTANCE
-};
-
-const InstanceFns* find(const Problem& p) {
-  static std::vector<InstanceFns> cache(sizeof(kInstances) / sizeof(kInstances[0]));
-  for (size_t i = 0; i < sizeof(kInstances) / sizeof(kInstances[0]); ++i) {
-    const Entry& e = kInstances[i];
-    if (e.dtype == p.dtype && e.layout == p.layout && e.config == p.config) {
-      if (cache[i].run == nullptr) cache[i] = e.make();
-      return &cache[i];
-    }
-  }
-  return nullptr;
+  };
+  return table[id];
 }
 
-Status zero_fill(const GroupDesc& g, DType dtype, cudaStream_t stream, RunReport* report) {
-  const size_t es = output_bytes(dtype);
-  cudaError_t e = cudaMemset2DAsync(g.c, g.ldc * es, 0, g.n * es, g.m, stream);
-  if (e != cudaSuccess) {
-    report_message(report, -1, std::string("zero-fill: ") + cudaGetErrorString(e));
-    return Status::BackendError;
-  }
-  return Status::Ok;
-}
-
-Status not_instantiated(const Problem& p, RunReport* report) {
-  report_message(report, -1, "no CUTLASS instance for dtype " + std::to_string(static_cast<int>(p.dtype)) +
-                                 ", layout " + std::to_string(static_cast<int>(p.layout)) + ", config " +
-                                 std::to_string(static_cast<int>(p.config)) + " in this build");
+Status check_id(int id, RunReport* report) {
+  if (id >= 0 && id < instance_count()) return Status::Ok;
+  report_message(report, -1, "no CUTLASS instance with id " + std::to_string(id));
   return Status::NotInstantiated;
 }
 
@@ -66,93 +31,51 @@ Status not_instantiated(const Problem& p, RunReport* report) {
 
 namespace ckgemm {
 
-const char* backend_name() { return "cutlass"; }
-
-bool is_instantiated(const Problem& p) { return cuda::find(p) != nullptr; }
-
-BufferSizes list_buffer_sizes(const Problem& p, int groups, int sm_count) {
-  const cuda::InstanceFns* inst = cuda::find(p);
-  return inst == nullptr ? BufferSizes{0, 0} : inst->sizes(groups, sm_count, false);
+std::string device_rejects(DType dtype) {
+  if (dtype == DType::FP8_E4M3_FNUZ) return "float8_e4m3fnuz is not the fp8 of NVIDIA GPUs (they use float8_e4m3fn)";
+  return "";
 }
 
-BufferSizes packed_buffer_sizes(const Problem& p, int groups, int sm_count) {
-  const cuda::InstanceFns* inst = cuda::find(p);
-  return inst == nullptr ? BufferSizes{0, 0} : inst->sizes(groups, sm_count, true);
+size_t list_buffer_bytes(int id, int groups, int sm_count) {
+  return id >= 0 && id < instance_count() ? cuda::fns(id).bytes(groups, sm_count) : 0;
 }
 
-Status run_list(const Problem& p, const GroupDesc* groups, int count, const Buffers& buffers, void* stream,
-                int sm_count, RunReport* report) {
-  const cuda::InstanceFns* inst = cuda::find(p);
-  if (inst == nullptr) return cuda::not_instantiated(p, report);
-  std::string why;
-  int why_group = -1;
-  ListPlan plan = plan_list(groups, count, p.layout, [&](const GroupDesc& g) {
-    std::string reason;
-    const bool ok = inst->supports(g, &reason);
-    if (!ok && why_group < 0) {
-      why_group = static_cast<int>(&g - groups);
-      why = reason;
+size_t packed_buffer_bytes(int id, int groups, int sm_count) { return list_buffer_bytes(id, groups, sm_count); }
+
+Status run_list(int id, const GroupDesc* groups, int count, const Buffers& buffers, void* stream, int sm_count,
+                RunReport* report) {
+  Status st = cuda::check_id(id, report);
+  if (st != Status::Ok || count == 0) return st;
+  const Layout layout = instance_info(id).kind.layout;
+  for (int i = 0; i < count; ++i) {  // defence in depth: the router sent only groups this instance takes
+    std::string why = descriptor_error(groups[i], layout, instance_info(id).kind.scaling);
+    if (why.empty() && (groups[i].m == 0 || groups[i].n == 0 || groups[i].k == 0)) why = "empty group routed to a kernel";
+    if (why.empty()) why = instance_rejects(id, groups[i]);
+    if (!why.empty()) {
+      report_message(report, i, why);
+      return Status::Unsupported;
     }
-    return ok;
-  });
-  if (plan.invalid_group >= 0) {
-    report_message(report, plan.invalid_group, plan.invalid_reason);
-    return Status::InvalidArgument;
   }
-  if (!plan.unsupported.empty()) {
-    report_message(report, why_group, why);
-    return Status::Unsupported;
-  }
-  auto s = static_cast<cudaStream_t>(stream);
-  for (int i : plan.zero_fill) {
-    Status st = cuda::zero_fill(groups[i], p.dtype, s, report);
-    if (st != Status::Ok) return st;
-  }
-  report_counts(report, plan, static_cast<int>(plan.kernel.size()));
-  if (plan.kernel.empty()) return Status::Ok;
-  std::vector<GroupDesc> kernel_groups;
-  kernel_groups.reserve(plan.kernel.size());
-  for (int i : plan.kernel) kernel_groups.push_back(groups[i]);
-  cuda::Launch launch{static_cast<int>(kernel_groups.size()), kernel_groups.data(), nullptr, &buffers, s, sm_count,
-                      report};
-  return inst->run(launch);
+  if (report != nullptr) report->launched_groups = count;
+  cuda::Launch launch{count, groups, nullptr, &buffers, static_cast<cudaStream_t>(stream), sm_count, report};
+  return cuda::fns(id).run(launch);
 }
 
-Status run_packed(const Problem& p, const PackedArgs& args, const Buffers& buffers, void* stream, int sm_count,
+Status run_packed(int id, const PackedArgs& args, const Buffers& buffers, void* stream, int sm_count,
                   RunReport* report) {
-  const cuda::InstanceFns* inst = cuda::find(p);
-  if (inst == nullptr) return cuda::not_instantiated(p, report);
-  auto s = static_cast<cudaStream_t>(stream);
-  const GroupDesc whole = packed_envelope(args);
-  const std::string bad = packed_descriptor_error(args, p.layout);
-  if (!bad.empty()) {
-    report_message(report, -1, bad);
-    return Status::InvalidArgument;
-  }
-  if (args.k == 0 || args.n == 0 || args.rows == 0) {
-    // Nothing for the GEMM kernel; the sizes are still checked on the device.
-    build_packed_groups<<<1, kPackedBuilderThreads, 0, s>>>(args, 1, 1, NullSink{});
-    const cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) {
-      report_message(report, -1, std::string("build_packed_groups: ") + cudaGetErrorString(e));
-      return Status::BackendError;
-    }
-    if (args.k == 0 && args.n > 0 && args.rows > 0) {
-      return cuda::zero_fill(whole, p.dtype, s, report);
-    }
-    return Status::Ok;
-  }
-  // Offsets of later groups keep 16-byte alignment iff the leading dimensions and B's group
-  // stride do, so one representative descriptor decides for every group.
-  GroupDesc first{args.a, args.b, args.c, 1, args.n, args.k, args.lda, args.ldb, args.ldc};
-  std::string why;
-  if (!inst->supports(first, &why) || (args.b_group_stride * element_bytes(p.dtype)) % 16 != 0) {
-    report_message(report, 0, why.empty() ? "B group stride not 16-byte aligned" : why);
+  Status st = cuda::check_id(id, report);
+  if (st != Status::Ok) return st;
+  const InstanceInfo& info = instance_info(id);
+  std::string why = packed_descriptor_error(args, info.kind.layout, element_bytes(info.kind.dtype), info.kind.scaling);
+  if (why.empty() && (args.rows == 0 || args.n == 0 || args.k == 0)) why = "no work routed to a kernel";
+  if (why.empty()) why = instance_rejects_packed(id, args);
+  if (!why.empty()) {
+    report_message(report, -1, why);
     return Status::Unsupported;
   }
   if (report != nullptr) report->launched_groups = args.groups;
-  cuda::Launch launch{args.groups, nullptr, &args, &buffers, s, sm_count, report};
-  return inst->run(launch);
+  cuda::Launch launch{args.groups, nullptr, &args, &buffers, static_cast<cudaStream_t>(stream), sm_count, report};
+  return cuda::fns(id).run(launch);
 }
 
 }  // namespace ckgemm

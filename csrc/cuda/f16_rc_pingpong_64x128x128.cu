@@ -1,5 +1,0 @@
-// CUTLASS SM90 grouped GEMM instance (listed in instances.inc): half_t -> half_t, accumulate float, B ColumnMajor.
-#include "instance.cuh"
-
-CKGEMM_CUDA_INSTANCE(f16_rc_pingpong_64x128x128, GroupedGemmKernel<::cutlass::half_t, ::cutlass::half_t, float, ::cutlass::layout::ColumnMajor,
-                                                   Shape<_64, _128, _128>, Shape<_1, _1, _1>, PingpongDirectStore>)

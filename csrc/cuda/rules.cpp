@@ -1,0 +1,142 @@
+// The CUTLASS backend's instance table, its one acceptance rule and its selection rule: the half of the
+// ckgemm ABI (csrc/ckgemm.h) that needs no CUDA. Plain C++, compiled into the extension and, with g++,
+// into tests/cpp/native_probe.cpp (tests/test_native_rules.py), so the router is tested against these
+// very rules.
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "../ckgemm.h"
+
+namespace ckgemm {
+namespace {
+
+struct ScheduleInfo {
+  const char* prefix;
+  bool direct_store;  // writes any C (no TMA store)
+};
+constexpr ScheduleInfo kSched_Cooperative{"coop", false};
+constexpr ScheduleInfo kSched_PingpongDirectStore{"pingpong", true};
+constexpr ScheduleInfo kSched_Pingpong{"pingpong", false};
+constexpr ScheduleInfo kSched_CooperativeBlockwise{"coop_blockwise", false};
+constexpr ScheduleInfo kSched_PingpongBlockwise{"pingpong_blockwise", false};
+
+struct Spec {
+  const char* key;
+  Kind kind;
+  ScheduleInfo schedule;
+  int tm, tn, tk, cm, cn;
+};
+
+const Spec kSpecs[] = {
+#define CKGEMM_INSTANCE(key, dtype, out, layout, scaling, schedule, tm, tn, tk, cm, cn) \
+  {#key, {DType::dtype, OutType::out, Layout::layout, Scaling::scaling}, kSched_##schedule, tm, tn, tk, cm, cn},
+#include "instances.inc"
+#undef CKGEMM_INSTANCE
+};
+constexpr int kCount = static_cast<int>(sizeof(kSpecs) / sizeof(kSpecs[0]));
+
+std::string display_name(const Spec& s) {
+  std::string name = std::string(s.schedule.prefix) + "_" + std::to_string(s.tm) + "x" + std::to_string(s.tn) + "x" +
+                     std::to_string(s.tk);
+  if (s.cm != 1 || s.cn != 1) name += "_c" + std::to_string(s.cm) + "x" + std::to_string(s.cn);
+  return s.schedule.direct_store ? name + "_direct" : name;
+}
+
+const std::vector<InstanceInfo>& table() {
+  static const std::vector<InstanceInfo> infos = [] {
+    static std::vector<std::string> names;  // storage of the InstanceInfo names, built once
+    names.reserve(kCount);
+    std::vector<InstanceInfo> out;
+    for (const Spec& s : kSpecs) {
+      names.push_back(display_name(s));
+      out.push_back({names.back().c_str(), s.kind, s.tm, s.tn, s.tk, s.cm, s.cn, s.schedule.direct_store});
+    }
+    return out;
+  }();
+  return infos;
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// CKGEMM_CONFIG=<display name>: that instance first wherever it fits (tuning runs); read once.
+const std::string& forced_config() {
+  static const std::string value = [] {
+    const char* e = std::getenv("CKGEMM_CONFIG");
+    return std::string(e != nullptr ? e : "");
+  }();
+  return value;
+}
+
+// The selection rule, from H200 measurements (docs/PERF.md): rank of an instance for a group of about
+// m rows (lower first). Small per-group M takes the 64-row ping-pong tile, which fills the SMs with
+// more tiles; otherwise the cooperative tiles, 128x256 first.
+int rank_for(const InstanceInfo& info, int64_t m, int64_t n) {
+  (void)n;
+  const bool small_tile = info.tile_m <= 64;
+  const bool small_m = m <= 64;
+  if (small_m) return small_tile ? 0 : (info.tile_n == 256 ? 1 : 2);
+  if (small_tile) return 3;
+  return info.tile_m == 128 ? 0 : 1;
+}
+
+}  // namespace
+
+const char* backend_name() { return "cutlass"; }
+int instance_count() { return kCount; }
+const InstanceInfo& instance_info(int id) { return table()[id]; }
+
+// TMA needs 16-byte aligned bases and leading dimensions and a contiguous extent that is a multiple of
+// 16 bytes (A's and B's K, RR B's N, C's N); the direct-store epilogue lifts those rules for C.
+std::string instance_rejects(int id, const GroupDesc& g) {
+  const InstanceInfo& info = instance_info(id);
+  const int64_t in = element_bytes(info.kind.dtype), out = out_bytes(info.kind.out);
+  if (g.m > INT_MAX || g.n > INT_MAX || g.k > INT_MAX) return "a dimension exceeds 2^31-1";
+  if (!aligned16(g.a) || (g.lda * in) % 16) return "A base or lda not 16-byte aligned";
+  if (!aligned16(g.b) || (g.ldb * in) % 16) return "B base or ldb not 16-byte aligned";
+  if ((g.k * in) % 16) return "K is not a multiple of 16 bytes";
+  if (info.kind.layout == Layout::RR && (g.n * in) % 16) return "N (contiguous in RR B) is not a multiple of 16 bytes";
+  if (!info.any_output && (!aligned16(g.c) || (g.ldc * out) % 16 || (g.n * out) % 16))
+    return "C base, ldc or N not 16-byte aligned for the TMA-store epilogue";
+  if (info.kind.scaling != Scaling::None && (g.sa == nullptr || g.sb == nullptr)) return "missing scales";
+  return "";
+}
+
+// Every group of a packed call shares N, K, strides and bases; offsets of later groups keep 16-byte
+// alignment iff the leading dimensions and B's group stride do, so the envelope decides for all.
+std::string instance_rejects_packed(int id, const PackedArgs& p) {
+  const GroupDesc envelope{p.a, p.b, p.c, p.rows, p.n, p.k, p.lda, p.ldb, p.ldc, p.sa, p.sb};
+  const std::string why = instance_rejects(id, envelope);
+  if (!why.empty()) return why;
+  if ((p.b_group_stride * element_bytes(instance_info(id).kind.dtype)) % 16) return "B group stride not 16-byte aligned";
+  return "";
+}
+
+std::string kind_rejects(const Kind& kind) {
+  for (const InstanceInfo& info : table())
+    if (info.kind == kind) return "";
+  if (element_bytes(kind.dtype) == 1 && kind.layout == Layout::RR)
+    return "Hopper's tensor cores take 8-bit operands only K-major, so CUTLASS reads 8-bit B only as RC";
+  if (kind.dtype == DType::FP8_E4M3_FNUZ) return "float8_e4m3fnuz is not the fp8 of NVIDIA GPUs";
+  return "no CUTLASS instance of this dtype, output and scaling in this build (CKGEMM_DTYPES at build time?)";
+}
+
+int preferred_instances(const Kind& kind, int64_t m_hint, int64_t n, int64_t, int* out, int cap) {
+  std::vector<std::pair<int, int>> ranked;
+  for (int id = 0; id < kCount; ++id) {
+    const InstanceInfo& info = instance_info(id);
+    if (!(info.kind == kind)) continue;
+    const int rank = !forced_config().empty() && forced_config() == info.name ? -1 : rank_for(info, m_hint, n);
+    ranked.emplace_back(rank, id);
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](auto x, auto y) { return x.first < y.first; });
+  int count = 0;
+  for (const auto& [rank, id] : ranked)
+    if (count < cap) out[count++] = id;
+  return count;
+}
+
+}  // namespace ckgemm

@@ -1,5 +1,0 @@
-// CUTLASS SM90 grouped GEMM instance (listed in instances.inc): int8_t -> int32_t, accumulate int32_t, B ColumnMajor.
-#include "instance.cuh"
-
-CKGEMM_CUDA_INSTANCE(s8_rc_pingpong_64x128x128, GroupedGemmKernel<int8_t, int32_t, int32_t, ::cutlass::layout::ColumnMajor,
-                                                   Shape<_64, _128, _128>, Shape<_1, _1, _1>, PingpongDirectStore>)
