@@ -1,5 +1,5 @@
-"""CK backend host logic, checked on the CPU: builds tests/cpp/test_host_plan.cpp + test_rules.cpp with
-the real instance table (csrc/hip/registry.cpp over instances.inc, every dtype) and fake kernels carrying
+"""CK backend host logic, checked on the CPU: builds tests/cpp/test_host_plan.cpp + test_rules.cpp and
+test_ck_routing.cpp with the real instance table (csrc/hip/registry.cpp over instances.inc, every dtype) and fake kernels carrying
 the real tile traits, and runs it. Purpose: regression of the ABI's host half (instance ids and infos,
 the acceptance rule with its upstream-bug workarounds, kind refusals, preference order, scratch sizes),
 descriptor packing and the fp8 flavour per AMD arch, none of which can be run here on an AMD GPU."""
@@ -17,7 +17,8 @@ from build_support import rocm
 
 ROOT = Path(__file__).resolve().parents[1]
 CPP = ROOT / "tests" / "cpp"
-SOURCES = [CPP / "test_host_plan.cpp", CPP / "test_rules.cpp", ROOT / "csrc" / "hip" / "registry.cpp"]
+SOURCES = [CPP / "test_host_plan.cpp", CPP / "test_rules.cpp", CPP / "test_ck_routing.cpp",
+           ROOT / "csrc" / "hip" / "registry.cpp"]
 
 
 def _compiler() -> str | None:

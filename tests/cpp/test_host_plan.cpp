@@ -1,9 +1,9 @@
 // Host side of the CK backend, checked with g++ and no GPU: the real instance table (csrc/hip/
 // registry.cpp over instances.inc, linked in) with fake kernels that carry the real tile traits
 // (expected_traits.h), the ABI's host half (instance ids and infos, acceptance, kind refusals,
-// preference order, scratch sizes) and the selection rules; test_rules.cpp adds the acceptance rule
-// itself. Built and run by tests/test_host_plan.py; ck_host_probe.hip repeats the table checks on the
-// real instances.
+// preference order, scratch sizes) and the selection rules. test_rules.cpp adds the acceptance rule
+// itself, test_ck_routing.cpp the router (common/route.h) over this table. Built and run by
+// tests/test_host_plan.py; ck_host_probe.hip repeats the table checks on the real instances.
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -17,7 +17,8 @@
 using namespace ckgemm;
 using namespace ckgemm::ck;
 
-void run_rule_tests();  // test_rules.cpp
+void run_rule_tests();     // test_rules.cpp
+void run_routing_tests();  // test_ck_routing.cpp
 
 namespace ckgemm {
 namespace ck {
@@ -155,6 +156,7 @@ int main() {
   test_kind_rejects();
   test_preferred_instances();
   run_rule_tests();
+  run_routing_tests();
   std::printf("test_host_plan: %d checks, %d failures\n", host_test::checks(), host_test::failures());
   return host_test::failures() == 0 ? 0 : 1;
 }
