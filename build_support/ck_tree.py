@@ -43,7 +43,8 @@ def ck_generation(include: Path) -> str:
     if re.search(r"template\s*<[^>]*NumDTensor[^>]*>\s*struct\s+GroupedGemmHostArgs", grouped_text):
         return "G3"
     universal_text = universal.read_text(errors="replace")
-    if "const SplitKBatchOffset& splitk_batch_offset)" in universal_text and "struct GroupedGemmHostArgs" in grouped_text:
+    takes_split_offset = "const SplitKBatchOffset& splitk_batch_offset)" in universal_text
+    if takes_split_offset and "struct GroupedGemmHostArgs" in grouped_text:
         return "G2"
     return "unknown"
 

@@ -39,6 +39,9 @@ from build_support import ck_fetch, ck_tree, rocm  # noqa: E402
 import hip_asm  # noqa: E402
 
 SHIM = ROOT / "scripts" / "hip_shims" / "hip52_clang22.h"
+# Output elements per thread of each tile (M x N over its 256 threads; the probe checks the tile sizes):
+# a row-scaled instance multiplies each by sa[row] and sb[col].
+ELEMENTS_PER_THREAD = {"ComputeV4": 128 * 128 // 256, "Padded": 16 * 64 // 256}
 # gfx950's share of the CI budget: one TU per pipeline (CompV4 / padded CompV3) and dtype family,
 # covering both layouts within each dtype and both outputs of each row-scaled dtype.
 GFX950_SUBSET = (
@@ -128,7 +131,7 @@ class Unit:
     name: str
     source: Path
     dtype: str | None  # None: no MFMA expected (runner)
-    scaled: bool
+    scale_muls: int    # fp32 multiplies the epilogue needs at least (0: unscaled)
     archs: list[str]
     wall: dict = field(default_factory=dict)  # step -> seconds
     cpu: dict = field(default_factory=dict)   # step -> user + sys seconds of the compiler
@@ -166,7 +169,7 @@ def device_job(unit: Unit, arch: str, compiler: Compiler, flags: list[str], out:
     if not run_step(unit, f"assemble {arch}", [compiler.path, "-target", "amdgcn-amd-amdhsa", f"-mcpu={arch}", "-c",
                                                str(asm), "-o", str(obj)], out, verbose):
         return
-    mfma, meta, errors, warnings = hip_asm.inspect(asm.read_text(), arch, unit.dtype, unit.scaled)
+    mfma, meta, errors, warnings = hip_asm.inspect(asm.read_text(), arch, unit.dtype, unit.scale_muls)
     unit.mfma[arch], unit.kernel[arch] = mfma, meta
     unit.errors += [f"{arch}: {e}" for e in errors]
     unit.warnings += [f"{arch}: {w}" for w in warnings]
@@ -180,8 +183,8 @@ def host_job(unit: Unit, compiler: Compiler, flags: list[str], out: Path, verbos
 def probe(compiler: Compiler, flags: list[str], units: list[Unit], entries: int, out: Path,
           verbose: bool) -> tuple[bool, str]:
     """Links the host objects with libamdhip64 and runs tests/cpp/ck_host_probe.hip."""
-    probe_unit = Unit("ck_host_probe", ROOT / "tests" / "cpp" / "ck_host_probe.hip", None, False, [])
-    registry = Unit("registry", rocm.HIP_DIR / "registry.cpp", None, False, [])
+    probe_unit = Unit("ck_host_probe", ROOT / "tests" / "cpp" / "ck_host_probe.hip", None, 0, [])
+    registry = Unit("registry", rocm.HIP_DIR / "registry.cpp", None, 0, [])
     ok = run_step(probe_unit, "host", [compiler.path, "-x", "hip", "--offload-arch=gfx942", "--cuda-host-only", "-c",
                                        *flags, f"-I{ROOT / 'csrc'}", f"-DCKGEMM_PROBE_ENTRIES={entries}",
                                        str(probe_unit.source), "-o", str(out / "probe.o")], out, verbose)
@@ -268,12 +271,12 @@ def main() -> int:
              + [f"-I{ck_include}"])
     generation = ck_tree.ck_generation(ck_include)
     specs = [s for s in rocm.instance_specs() if s.dtype_name in dtypes]
-    units = [Unit(s.file, s.source, s.dtype_name, s.scaling == "Row",
+    units = [Unit(s.file, s.source, s.dtype_name, 2 * ELEMENTS_PER_THREAD[s.tile] if s.scaling == "Row" else 0,
                   [a for a in archs if a != "gfx950" or args.gfx950 == "all" or s.file in GFX950_SUBSET])
              for s in specs]
-    units.append(Unit("runner", rocm.HIP_DIR / "runner.hip", None, False, archs))
-    print("\n".join(f"compiler {a}: {compilers[a].version}" + (f" (+ {SHIM.name})" if compilers[a].device_flags() else "")
-                    for a in archs)
+    units.append(Unit("runner", rocm.HIP_DIR / "runner.hip", None, 0, archs))
+    shimmed = {a: f" (+ {SHIM.name})" if compilers[a].device_flags() else "" for a in archs}
+    print("\n".join(f"compiler {a}: {compilers[a].version}{shimmed[a]}" for a in archs)
           + f"\nhost passes and probe: {host.version}\nHIP headers: {hip_include} (HIP {'.'.join(map(str, hip_ver))})"
           + f"\nCK: {ck_include} (generation {generation}; pinned: {ck_fetch.PINNED})\narchs: {', '.join(archs)}; "
           + f"gfx950 TUs: {args.gfx950}\ndtypes: {', '.join(dtypes)}; jobs: {args.jobs}", flush=True)
@@ -307,8 +310,8 @@ def main() -> int:
     for a, (ok, total) in verdicts.items():
         cpu = sum(v for u in units for k, v in u.cpu.items() if k.endswith(a))
         print(f"  {a}: {ok}/{total} TUs compile and assemble ({cpu:.0f} s compiler CPU)")
-    print(f"  host passes: {sum(1 for u in units if 'host' in u.wall and not any('host failed' in e for e in u.errors))}"
-          f"/{len(units)}; probe: {'ok' if probe_ok else 'FAILED'}")
+    hosts_ok = sum(1 for u in units if "host" in u.wall and not any("host failed" in e for e in u.errors))
+    print(f"  host passes: {hosts_ok}/{len(units)}; probe: {'ok' if probe_ok else 'FAILED'}")
     print(f"total {wall:.0f} s wall, {sum(sum(u.cpu.values()) for u in units):.0f} s compiler CPU on "
           f"{args.jobs} job(s); assembly and objects in {out}")
     if args.json:

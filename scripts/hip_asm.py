@@ -12,8 +12,8 @@ MFMA = {  # expected MFMA mnemonics per instance dtype, gfx942 and gfx950 spelli
     "fp8": r"v_mfma_f32_\w+?_(?:fp8_fp8|f8f6f4)\b",
     "int8": r"v_mfma_i32_\w+?_i8\b",
 }
-SCALE_MUL = r"v_(?:pk_)?mul_f32\b"  # acc * sa[row] * sb[col]
-INT_TO_FLOAT = r"v_cvt_f32_i32\b"    # a scaled int8 instance converts its int32 accumulator first
+SCALE_MUL = r"\bv_(pk_)?mul_f32(?:_e32|_e64)?\s"  # acc * sa[row] * sb[col]: two per element of the tile
+INT_TO_FLOAT = r"\bv_cvt_f32_i32(?:_e32|_e64)?\s"  # a scaled int8 instance converts its int32 accumulator first
 LDS_LIMIT = 65536  # bytes per workgroup this check allows (all of gfx942's LDS per CU)
 LDS_PER_CU = {"gfx942": 65536, "gfx950": 163840}
 METADATA_KEYS = ("vgpr_count", "agpr_count", "group_segment_fixed_size", "private_segment_fixed_size")
@@ -28,8 +28,10 @@ def kernel_metadata(asm: str, arch: str) -> dict:
         if "grouped_gemm_persistent" in name or "build_packed_groups" in name:
             meta = {k: int(keys.get(k, 0)) for k in METADATA_KEYS}
             occ = re.search(rf"\n{re.escape(name)}:.*?; Occupancy: (\d+)\n", asm, flags=re.S)
-            return meta | {"occupancy": int(occ.group(1)) if occ else occupancy(meta, arch, int(keys.get("wavefront_size", 64)),
-                                                                                  int(keys.get("max_flat_workgroup_size", 256)))}
+            if occ is None:
+                wave, block = int(keys.get("wavefront_size", 64)), int(keys.get("max_flat_workgroup_size", 256))
+                return meta | {"occupancy": occupancy(meta, arch, wave, block)}
+            return meta | {"occupancy": int(occ.group(1))}
     return {}
 
 
@@ -45,18 +47,23 @@ def occupancy(meta: dict, arch: str, wave: int, block: int) -> int:
     return min(by_regs, (LDS_PER_CU[arch] // lds) * waves_per_block // 4)
 
 
-def inspect(asm: str, arch: str, dtype: str | None, scaled: bool) -> tuple[dict, dict, list[str], list[str]]:
-    """(mfma counts, kernel metadata, errors, warnings) of one arch's assembly of one TU."""
+def inspect(asm: str, arch: str, dtype: str | None, scale_muls: int = 0) -> tuple[dict, dict, list[str], list[str]]:
+    """(mfma counts, kernel metadata, errors, warnings) of one arch's assembly of one TU; `scale_muls`:
+    the fp32 multiplies a row-scaled instance's epilogue needs at least (0: unscaled)."""
     errors, warnings, mfma = [], [], {}
     if dtype:
         found = re.findall(MFMA[dtype], asm)
         mfma = {m: found.count(m) for m in sorted(set(found))}
         if not found:
             errors.append(f"no {MFMA[dtype]} instruction in the assembly: the GEMM did not lower to MFMA")
-    if scaled and not re.search(SCALE_MUL, asm):
-        errors.append("a row-scaled instance without fp32 multiplies: the scales were not applied")
-    if scaled and dtype == "int8" and not re.search(INT_TO_FLOAT, asm):
-        errors.append("a row-scaled int8 instance without v_cvt_f32_i32: the int32 accumulator was not converted")
+    muls = sum(2 if pk else 1 for pk in re.findall(SCALE_MUL, asm))
+    if muls < scale_muls:
+        errors.append(f"a row-scaled instance with {muls} fp32 multiplies, fewer than the {scale_muls} of "
+                      "acc * sa[row] * sb[col]: the scales were not applied")
+    converts = len(re.findall(INT_TO_FLOAT, asm))
+    if scale_muls and dtype == "int8" and converts < scale_muls // 2:
+        errors.append(f"a row-scaled int8 instance with {converts} v_cvt_f32_i32, fewer than one per accumulator "
+                      f"({scale_muls // 2}): the int32 accumulator was not converted")
     meta = kernel_metadata(asm, arch)
     if not meta:
         errors.append("kernel metadata not found in the assembly")

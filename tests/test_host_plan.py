@@ -1,8 +1,9 @@
-"""CK backend host logic, checked on the CPU: builds tests/cpp/test_host_plan.cpp + test_rules.cpp and
-test_ck_routing.cpp with the real instance table (csrc/hip/registry.cpp over instances.inc, every dtype) and fake kernels carrying
-the real tile traits, and runs it. Purpose: regression of the ABI's host half (instance ids and infos,
-the acceptance rule with its upstream-bug workarounds, kind refusals, preference order, scratch sizes),
-descriptor packing and the fp8 flavour per AMD arch, none of which can be run here on an AMD GPU."""
+"""CK backend host logic, checked on the CPU: builds tests/cpp/test_host_plan.cpp, test_rules.cpp and
+test_ck_routing.cpp with the real instance table (csrc/hip/registry.cpp over instances.inc, every dtype)
+and fake kernels carrying the real tile traits, and runs it. Purpose: regression of the ABI's host half
+(instance ids and infos, the acceptance rule with its upstream-bug workarounds, kind refusals,
+preference order, scratch sizes), the router over that table, descriptor packing and the fp8 flavour per
+AMD arch, none of which can be run here on an AMD GPU."""
 from __future__ import annotations
 
 import os

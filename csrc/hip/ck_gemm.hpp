@@ -7,7 +7,7 @@
 #include <hip/hip_runtime.h>
 
 #if !__has_include("ck_tile/ops/gemm/kernel/universal_gemm_kernel.hpp")
-#error "ckgemm: these CK headers predate CK-tile generation G3, which csrc/hip is written against; set CK_DIR (docs/ROCM.md)"
+#error "ckgemm: these CK headers predate CK-tile generation G3 (csrc/hip's); set CK_DIR (docs/ROCM.md)"
 #endif
 
 #include "ck_tile/core.hpp"
@@ -120,10 +120,10 @@ struct CkGemm {
   // Used for its argument checks and its view/window builders; its own entry points are not used.
   using Kernel = ck_tile::UniversalGemmKernel<Partitioner, Pipeline, Epilogue>;
 
-  static_assert(std::is_same_v<typename ck_tile::WarpGemmDispatcher<EpiAB, EpiAB, EpiAcc, Tile::WarpM, Tile::WarpN,
-                                                                    Tile::WarpK, Problem::TransposeC>::CWarpDstrEncoding,
-                               typename ck_tile::WarpGemmDispatcher<AB, AB, Acc, Tile::WarpM, Tile::WarpN, Tile::WarpK,
-                                                                    Problem::TransposeC>::CWarpDstrEncoding>,
+  template <class A, class C>
+  using CLayoutOf = typename ck_tile::WarpGemmDispatcher<A, A, C, Tile::WarpM, Tile::WarpN, Tile::WarpK,
+                                                         Problem::TransposeC>::CWarpDstrEncoding;
+  static_assert(std::is_same_v<CLayoutOf<EpiAB, EpiAcc>, CLayoutOf<AB, Acc>>,
                 "the epilogue must read the accumulator in the pipeline's C register layout");
 
   static constexpr index_t kBlockSize = Problem::kBlockSize;

@@ -20,6 +20,7 @@
 
 #include "ck_gemm.hpp"
 #include "group_args.h"
+#include "memo.h"
 
 namespace ckgemm {
 namespace ck {
@@ -130,7 +131,8 @@ grouped_gemm_persistent(const GroupArgs* __restrict__ groups, int group_count) {
 
 template <class Gemm>
 bool ck_accepts(const GroupArgs& g) {
-  return Gemm::Kernel::IsSupportedArgument(ck_args<Gemm>(g));
+  static ShapeMemo memo;  // CK's check queries the device properties on every call: memo.h
+  return memo.get(g.m, g.n, g.k, [&] { return Gemm::Kernel::IsSupportedArgument(ck_args<Gemm>(g)); });
 }
 
 template <class Gemm>

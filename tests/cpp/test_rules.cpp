@@ -1,13 +1,15 @@
-// The acceptance rule of a CK instance (csrc/hip/rules.h), the fp8 flavour per arch (arch_rules.h)
-// and the per-group record (group_args.h), checked with g++ and no GPU. The entries carry the real
-// tile traits (expected_traits.h, which ck_host_probe checks against the compiled instances) and
-// fake CK entry points. Part of test_host_plan (tests/test_host_plan.py builds and runs it).
+// The acceptance rule of a CK instance (csrc/hip/rules.h), the fp8 flavour per arch (arch_rules.h),
+// the per-group record (group_args.h) and the IsSupportedArgument memo (memo.h), checked with g++ and
+// no GPU. The entries carry the real tile traits (expected_traits.h, which ck_host_probe checks
+// against the compiled instances) and fake CK entry points. Part of test_host_plan
+// (tests/test_host_plan.py builds and runs it).
 #include <cstdint>
 #include <string>
 
 #include "check.h"
 #include "expected_traits.h"
 #include "hip/arch_rules.h"
+#include "hip/memo.h"
 #include "hip/rules.h"
 
 using namespace ckgemm;
@@ -203,6 +205,22 @@ void test_packed_rules() {
   CHECK_HAS(entry_rejects_packed(row_bf16.entry, row), "row scales of A must be contiguous");
 }
 
+void test_shape_memo() {
+  ShapeMemo memo;
+  int calls = 0;
+  auto accepts_even_k = [&](int32_t k) { return [&calls, k] { ++calls; return k % 2 == 0; }; };
+  CHECK(memo.get(4, 64, 128, accepts_even_k(128)));
+  CHECK(memo.get(4, 64, 128, accepts_even_k(128)));
+  CHECK(!memo.get(4, 64, 127, accepts_even_k(127)));
+  CHECK(!memo.get(4, 64, 127, accepts_even_k(127)));
+  CHECK(memo.get(5, 64, 128, accepts_even_k(128)));  // every size is part of the key
+  CHECK_EQ(calls, 3);
+  CHECK_EQ(memo.size(), size_t(3));
+  for (int32_t m = 0; m < int32_t(ShapeMemo::kMaxShapes); ++m) memo.get(1000 + m, 64, 128, accepts_even_k(128));
+  CHECK(memo.size() <= ShapeMemo::kMaxShapes);  // bounded
+  CHECK_EQ(calls, 3 + int(ShapeMemo::kMaxShapes));
+}
+
 }  // namespace
 
 void run_rule_tests() {
@@ -217,4 +235,5 @@ void run_rule_tests() {
   test_launch_arithmetic();
   test_fp8_flavour_per_arch();
   test_packed_rules();
+  test_shape_memo();
 }
