@@ -60,8 +60,8 @@ def missing_features(include: Path) -> list[str]:
 
 def how_to_fix() -> str:
     return (f"csrc/hip supports CK-tile generation {', '.join(SUPPORTED_GENERATIONS)} as pinned: {ck_fetch.PINNED}. "
-            f"Fetch it (pip download, sha256-checked, only CK's include/ and LICENSE are unpacked into "
-            f"$CKGEMM_CACHE) and point CK_DIR at it:\n  {ck_fetch.FETCH_COMMAND}\n"
+            f"Fetch it from the ckgemm checkout (pip download, sha256-checked, only CK's include/ and LICENSE "
+            f"are unpacked into $CKGEMM_CACHE) and point CK_DIR at it:\n  {ck_fetch.FETCH_COMMAND}\n"
             f"  export CK_DIR={ck_fetch.pinned_ck_root()}")
 
 

@@ -10,13 +10,15 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from build_support import rocm
-
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # build_support is not an installed package
+from build_support import rocm  # noqa: E402
+
 CPP = ROOT / "tests" / "cpp"
 SOURCES = [CPP / "test_host_plan.cpp", CPP / "test_rules.cpp", CPP / "test_ck_routing.cpp",
            ROOT / "csrc" / "hip" / "registry.cpp"]

@@ -5,12 +5,14 @@ csrc/hip/instances.inc and the instance sources agree."""
 from __future__ import annotations
 
 import re
+import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from build_support import ck_fetch, ck_tree, rocm
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # build_support is not an installed package
+from build_support import ck_fetch, ck_tree, rocm  # noqa: E402
 
 KERNEL = "include/ck_tile/ops/gemm/kernel"
 G2_UNIVERSAL = "CK_TILE_DEVICE static auto MakeGemmTensorViews(const SplitKBatchOffset& splitk_batch_offset)\n"
