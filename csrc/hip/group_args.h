@@ -1,9 +1,9 @@
 // The per-group argument record the CK-tile persistent kernel reads from device memory.
 //
 // ckgemm owns this layout (not CK's GemmTransKernelArg, whose layout changes between CK
-// generations and even within G3): both forms write it on the device -- the list forms through
-// build_list_groups (csrc/common/list_args.cuh, descriptors passed by value), the packed (MoE) form
-// through build_packed_groups (csrc/common/packed_args.cuh) -- and the kernel turns it into CK's
+// generations and even within G3): both forms write it on the device (runner.hip: the list forms
+// through build_list_groups, descriptors passed by value; the packed (MoE) form through
+// build_packed_groups) and the kernel turns it into CK's
 // UniversalGemmKernelArgs in registers. Plain C++ when no HIP compiler is involved, so the host tests
 // build it with g++.
 #pragma once
@@ -48,16 +48,6 @@ CKGEMM_HOST_DEVICE inline GroupArgs pack_group(const GroupDesc& d) {
   g.ldc = static_cast<int32_t>(d.ldc);
   return g;
 }
-
-// Sink of build_list_groups and build_packed_groups: each group's descriptor becomes its record.
-// (Not in an anonymous namespace: a kernel template over an internal-linkage type gets an
-// internal-linkage symbol, which HIP's non-RDC kernel registration does not promise to find.)
-struct GroupArgsSink {
-  GroupArgs* out;
-#if defined(__HIPCC__)
-  __device__ void operator()(int group, const GroupDesc& desc) const { out[group] = pack_group(desc); }
-#endif
-};
 
 }  // namespace ck
 }  // namespace ckgemm

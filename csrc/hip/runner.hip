@@ -18,6 +18,17 @@
 #include "table.h"
 
 namespace ckgemm {
+namespace ck {
+
+// Sink of build_list_groups and build_packed_groups: each group's descriptor becomes its record.
+// (Not in an anonymous namespace: a kernel template over an internal-linkage type gets an
+// internal-linkage symbol, which HIP's non-RDC kernel registration does not promise to find.)
+struct GroupArgsSink {
+  GroupArgs* out;
+  __device__ void operator()(int group, const GroupDesc& desc) const { out[group] = pack_group(desc); }
+};
+
+}  // namespace ck
 
 namespace {
 
