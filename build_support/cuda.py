@@ -23,8 +23,8 @@ _ABI_TO_FILTER = {"F16": "fp16", "BF16": "bf16", "FP8_E4M3": "fp8", "I8": "int8"
 
 
 # Everything but the instances: the torch bindings and executor, the verifier, the CUTLASS runner and rules.
-NATIVE_SOURCES = ["csrc/bindings.cpp", "csrc/execute.cu", "csrc/common/verify.cu", "csrc/cuda/runner.cu",
-                  "csrc/cuda/rules.cpp"]
+NATIVE_SOURCES = ["csrc/bindings.cpp", "csrc/execute.cpp", "csrc/launch.cu", "csrc/common/verify.cu",
+                  "csrc/cuda/runner.cu", "csrc/cuda/rules.cpp"]
 
 
 def cutlass_include_dirs() -> list[str]:

@@ -1,12 +1,10 @@
 // Executing routes (common/route.h) on torch tensors: the copies a route asks for (one repack launch
 // for all of a call), zero fills, staged outputs, scratch, and the list forms' per-instance launches.
-// Included by execute.cu only (it launches the repack kernel).
+// Included by execute.cpp only; the launches themselves are csrc/launch.cu's.
 #pragma once
 
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAException.h>
-#include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <map>
@@ -14,7 +12,8 @@
 #include <vector>
 
 #include "ckgemm.h"
-#include "common/repack.cuh"
+#include "common/repack.h"
+#include "launch.h"
 #include "common/route.h"
 #include "common/validate.h"
 #include "torch_meta.h"
@@ -27,15 +26,18 @@ struct ListGroups {
 
 // The temporaries and deferred work of one call.
 struct Work {
-  cudaStream_t stream = at::cuda::getCurrentCUDAStream().stream();
+  void* stream = at::cuda::getCurrentCUDAStream().stream();
   int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   std::vector<at::Tensor> keep;  // alive until the call returns (stream-ordered reuse after that)
   std::vector<CopyJob> jobs;
   std::vector<std::pair<at::Tensor, at::Tensor>> staged;  // (caller's output, the kernel's [:, :n] view)
 
+  void check(int error, const char* what) {
+    TORCH_CHECK(error == 0, "ckgemm (", backend_name(), "): ", what, ": ", launch_error_string(error));
+  }
+
   void zero_fill(const at::Tensor& c, int64_t m, int64_t n) {
-    const size_t es = c.element_size();
-    C10_CUDA_CHECK(cudaMemset2DAsync(c.data_ptr(), leading_dim(c) * es, 0, n * es, m, stream));
+    check(launch_zero_fill(c.data_ptr(), leading_dim(c), m, n, static_cast<int>(c.element_size()), stream), "zero fill");
   }
 
   void copy(const CopyJob& job) { jobs.push_back(job); }
@@ -53,8 +55,7 @@ struct Work {
       chunk.first_tile[chunk.count] = tiles;
       if (tiles == 0) continue;
       TORCH_CHECK(tiles < (int64_t(1) << 31), "ckgemm: a repack of more than 2^31 tiles; split the call");
-      repack_kernel<<<static_cast<unsigned>(tiles), kRepackThreads, 0, stream>>>(chunk);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      check(launch_repack(chunk, tiles, stream), "repack");
     }
     jobs.clear();
   }

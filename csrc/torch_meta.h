@@ -47,7 +47,9 @@ inline int out_code(const std::optional<at::ScalarType>& t) {
   }
 }
 
-inline TensorMeta meta_of(const at::Tensor& t) {
+// `addresses`: read data pointers (for the overlap rules). The Meta kernels pass false: meta and fake
+// tensors have no memory to overlap, and a fake tensor's data_ptr() throws.
+inline TensorMeta meta_of(const at::Tensor& t, bool addresses = true) {
   TensorMeta m{};
   m.ndim = static_cast<int32_t>(t.dim());
   for (int i = 0; i < m.ndim && i < 4; ++i) {
@@ -58,15 +60,15 @@ inline TensorMeta meta_of(const at::Tensor& t) {
   m.element_size = static_cast<int32_t>(t.element_size());
   const c10::Device d = t.device();
   m.device = DeviceId{d.is_cpu() ? 0 : d.is_cuda() ? 1 : 2, d.has_index() ? d.index() : -1};
-  m.data = t.numel() > 0 && !t.is_meta() ? reinterpret_cast<uint64_t>(t.data_ptr()) : 0;
+  m.data = addresses && t.numel() > 0 && !t.is_meta() ? reinterpret_cast<uint64_t>(t.data_ptr()) : 0;
   m.requires_grad = t.requires_grad();
   return m;
 }
 
-inline std::vector<TensorMeta> metas_of(at::TensorList ts) {
+inline std::vector<TensorMeta> metas_of(at::TensorList ts, bool addresses = true) {
   std::vector<TensorMeta> out;
   out.reserve(ts.size());
-  for (const at::Tensor& t : ts) out.push_back(meta_of(t));
+  for (const at::Tensor& t : ts) out.push_back(meta_of(t, addresses));
   return out;
 }
 

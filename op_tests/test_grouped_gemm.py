@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Check and time ckgemm's grouped GEMM on this machine: every case against ckgemm.testing's reference
-(CK-tile tolerances per group, int8 exact, NaN-poisoned outputs), bad inputs as pass/fail checks, and
-timings beside the peers available here. Exits non-zero on any failure. Run with --help for options."""
+(CK-tile tolerances per group, int8 exact, NaN-poisoned outputs; --quant recipes against the reference with
+the same quantization), bad inputs as pass/fail checks, and timings (shape, kernel config, TFLOP/s, MFU)
+beside the peers available here, then a markdown summary. Exits non-zero on any failure. Run with --help."""
 from __future__ import annotations
 
 import sys
@@ -16,9 +17,10 @@ import ckgemm  # noqa: E402
 from ckgemm.testing import Report, baseline, device_info, roofline  # noqa: E402
 from grouped_gemm_cli.args import parse_args  # noqa: E402
 from grouped_gemm_cli.bad_input import run_bad_inputs  # noqa: E402
-from grouped_gemm_cli.correctness import run_correctness  # noqa: E402
-from grouped_gemm_cli.perf import time_run, work  # noqa: E402
-from grouped_gemm_cli.plan import make_plan  # noqa: E402
+from grouped_gemm_cli.correctness import output_dtype, run_correctness  # noqa: E402
+from grouped_gemm_cli.perf import mfu_pct, perf_line, time_run, work  # noqa: E402
+from grouped_gemm_cli.plan import cells, make_plan  # noqa: E402
+from grouped_gemm_cli.summary import print_summary, write_csv  # noqa: E402
 
 SMOKE_TIMING = {"warmup": 1, "repeat": 3}
 
@@ -26,32 +28,42 @@ SMOKE_TIMING = {"warmup": 1, "repeat": 3}
 def _header(args, plan) -> None:
     backend = args.backend or (ckgemm.available_backends(plan.device) or ["?"])[0]
     print(f"ckgemm grouped GEMM: seed {args.seed}; device {device_info.device_name(plan.device)}; backend {backend}; "
-          f"torch {torch.__version__}; dtypes {[n for n, _ in plan.dtypes]}; layouts {list(plan.layouts)}; "
+          f"torch {torch.__version__}; dtypes {[v.label for v in plan.variants]}; layouts {list(plan.layouts)}; "
           f"{len(plan.items)} shape case(s)")
+    for note in plan.skipped:
+        print(f"SKIP {note}")
+
+
+def _timed_row(item, variant, layout, outcome, prepared, ceilings, timing, device, aiter) -> dict:
+    """Time one passed case, print its perf line, and return the report columns of the timing."""
+    flops, nbytes = work(item.case, variant.dtype, output_dtype(variant))
+    timed = time_run(prepared, item.case, variant.quant, timing["warmup"], timing["repeat"], device, aiter)
+    print("     " + perf_line(f"{variant.label} {layout} {item.form}", item.case, outcome.kernel, timed, ceilings,
+                              variant.name))
+    mfu = mfu_pct(flops, timed.ms, ceilings, variant.name)
+    return dict(time=timed.ours, flops=flops, nbytes=nbytes, ceilings=ceilings, **timed.columns(),
+                **({"mfu_pct": mfu} if mfu is not None else {}))
 
 
 def run_cases(args, plan, report: Report, ceilings) -> int:
     failures = 0
     timing = SMOKE_TIMING if args.smoke else {"warmup": args.warmup, "repeat": args.repeat}
-    for name, dtype in plan.dtypes:
-        out_dtype = ckgemm.rule_for(dtype).output
-        for layout in plan.layouts:
-            for item in plan.items:
-                outcome, prepared = run_correctness(item.case, dtype, name, layout, item.form, args.seed, plan.device,
-                                                    args.backend)
-                failures += not outcome.passed
-                status = "PASS" if outcome.passed else "FAIL"
-                print(f"{status} {name:4s} {layout} {item.form:6s} {item.case}  [{outcome.dispatch}]")
-                if not outcome.passed:
-                    print(outcome.report)
-                row = dict(op=f"grouped_gemm_{item.form}", backend=args.backend or "auto", dtype=name, layout=layout,
-                           shape=item.case.id, config=item.case.purpose, error=outcome.summary, passed=outcome.passed)
-                if outcome.passed and item.perf and not args.no_perf and item.case.flops > 0:
-                    flops, nbytes = work(item.case, dtype, out_dtype)
-                    timed = time_run(prepared, item.case, dtype, timing["warmup"], timing["repeat"], plan.device)
-                    row.update(time=timed["time"], flops=flops, nbytes=nbytes, ceilings=ceilings, **timed["columns"])
-                    print(f"     perf: {timed['time']}; " + "; ".join(timed["notes"]))
-                report.add(**row)
+    for variant, layout, item in cells(plan):
+        outcome, prepared = run_correctness(item.case, variant, layout, item.form, args.seed, plan.device,
+                                            args.backend)
+        failures += not outcome.passed
+        status = "PASS" if outcome.passed else "FAIL"
+        print(f"{status} {variant.label:4s} {layout} {item.form:6s} {item.case}  [{outcome.kernel}]")
+        if not outcome.passed:
+            print(outcome.report)
+        row = dict(op=f"grouped_gemm_{item.form}", backend=args.backend or "auto", dtype=variant.name, layout=layout,
+                   shape=item.case.id,
+                   config=item.case.purpose + ("" if variant.quant == "none" else f" [{variant.quant} scales]"),
+                   error=outcome.summary, passed=outcome.passed, form=item.form, quant=variant.quant,
+                   kernel=outcome.kernel)
+        if outcome.passed and item.perf and not args.no_perf and item.case.flops > 0:
+            row.update(_timed_row(item, variant, layout, outcome, prepared, ceilings, timing, plan.device, args.aiter))
+        report.add(**row)
     return failures
 
 
@@ -102,16 +114,19 @@ def _main(argv) -> int:
             print(f"--backend {args.backend}: cannot run on {plan.device}: {reason}")
             return 2
     _header(args, plan)
+    if not plan.variants:
+        print("nothing to run: no selected dtype takes the selected --quant recipe(s)")
+        return 2
     ceilings = roofline.peak_for_device(plan.device)
     report = Report("ckgemm grouped GEMM", meta={**device_info.environment(plan.device), "seed": args.seed,
-                                                 "backend": args.backend or "auto", "argv": " ".join(argv or sys.argv[1:])})
+                                                 "backend": args.backend or "auto",
+                                                 "variants": [v.label for v in plan.variants], "argv": " ".join(argv or sys.argv[1:])})
     failures = run_cases(args, plan, report, ceilings)
     if args.bad_input or args.smoke:
         failures += run_bad(args, plan, report)
-    timed = [r for r in report.rows if "median_ms" in r]
-    if timed:
-        perf = Report(report.title, rows=timed)
-        print(perf.table())
+    print_summary(report)
+    if args.csv:
+        print(f"summary: {write_csv(report, args.csv)}")
     if args.json:
         print(f"report: {report.write_json(args.json)}")
     if args.markdown:

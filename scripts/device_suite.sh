@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
 # The GPU suite in one command, for a lent GPU box with no registry access (see docs/PERF.md for how
 # it is called). Stages, in the order given:
-#   build     compile the extension in place (skipped when ckgemm/_C*.so exists); keeps .ninja_log
+#   build     compile the extension in place (skipped when ckgemm/_C*.so exists); keeps .ninja_log and
+#             a debug-stripped copy of the .so in $OUT (carry it back as ckgemm/_C*.so to skip the build)
 #   test      the whole pytest suite (GPU tests included) against the built extension
-#   gputest   only the tests marked gpu
-#   smoke     op_tests/test_grouped_gemm.py --smoke and --moe
-#   bench     benchmarks/bench_grouped_gemm.py (JSON + markdown)
+#   gputest   only the tests marked gpu (scaled API, native paths and rules included)
+#   smoke     op_tests/test_grouped_gemm.py --smoke and --moe, and each with --quant row and block
+#   bench     benchmarks/bench_grouped_gemm.py --graph --sync (JSON + markdown)
+#   scaled    benchmarks/bench_scaled.py (block vs DeepGEMM, row vs _scaled_grouped_mm; needs the wheels)
+#   host      benchmarks/bench_host.py (end to end vs graph, profiler breakdown, host loop)
+#   repack    benchmarks/bench_repack.py (transpose bandwidth; 8-bit RR per call / prepacked / RC)
+#   tiles     benchmarks/bench_tiles.py (16-bit instances forced one by one, twice, beside the peers)
+# Benchmark stages stop after $STAGE_TIMEOUT seconds (default 600); what they printed stays in their log.
+#   dist      the expert-parallel MoE flow with NCCL at world size 1 (bf16, fp8, scaled), and --bench
+#   pack      put every log and report of $OUT into $OUT/logs.tgz (the device returns at most 8 files)
 #   verify    benchmarks/bench_verify.py (gpu_verify against assert_close and the copy bandwidth)
 #   sanitize  compute-sanitizer memcheck over a reduced GPU suite, racecheck over one case per family
 #   tune      benchmarks/bench_grouped_gemm.py --only-ours --graph on $TUNE_CASES x $TUNE_DTYPES
@@ -50,16 +58,37 @@ for stage in "$@"; do
       nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw --format=csv > "$OUT/gpu.txt" 2>&1
       run build /usr/bin/time -v python3 setup.py build_ext --inplace || { echo "build failed: stopping"; exit 1; }
       find build -name .ninja_log -exec cp {} "$OUT/ninja_log.txt" \; 2>/dev/null
-      cp ckgemm/_C*.so "$OUT/" 2>/dev/null ;;
+      for so in ckgemm/_C*.so; do strip --strip-debug -o "$OUT/$(basename "$so")" "$so"; done
+      ls -la "$OUT"/_C*.so ;;
     test)
       run pytest python3 -m pytest $PLUGIN -q -ra tests ;;
-    gputest)
-      run pytest python3 -m pytest $PLUGIN -q -ra -m gpu tests ;;
+    gputest)  # one process per file, so a crash in one file does not hide the others' results
+      for f in $(grep -l "mark.gpu\|MARKS" tests/test_*.py); do
+        run "gpu_$(basename "$f" .py)" python3 -X faulthandler -m pytest $PLUGIN -q -ra --tb=short -m gpu "$f"
+      done ;;
     smoke)
       run smoke python3 op_tests/test_grouped_gemm.py --smoke
-      run moe python3 op_tests/test_grouped_gemm.py --moe ;;
+      run moe python3 op_tests/test_grouped_gemm.py --moe
+      for q in row block; do run "smoke_$q" python3 op_tests/test_grouped_gemm.py --smoke --moe --quant "$q"; done ;;
     bench)
-      run bench python3 benchmarks/bench_grouped_gemm.py --json "$OUT/bench.json" --markdown "$OUT/bench.md" ;;
+      run bench python3 benchmarks/bench_grouped_gemm.py --graph --sync --iters 20 --cases "${BENCH_CASES:-}" \
+        --json "$OUT/bench.json" --markdown "$OUT/bench.md" ;;
+    scaled)
+      run scaled timeout "${STAGE_TIMEOUT:-600}" env DG_JIT_CACHE_DIR=/tmp/dg python3 benchmarks/bench_scaled.py --int8 \
+        --iters 10 --json "$OUT/scaled.json" --markdown "$OUT/scaled.md" ;;
+    host)
+      run host timeout "${STAGE_TIMEOUT:-600}" python3 benchmarks/bench_host.py --iters 30 --json "$OUT/host.json" \
+        --markdown "$OUT/host.md" ;;
+    repack)
+      run repack timeout "${STAGE_TIMEOUT:-600}" python3 benchmarks/bench_repack.py --iters 15 --json "$OUT/repack.json" \
+        --markdown "$OUT/repack.md" ;;
+    tiles)
+      run tiles timeout "${STAGE_TIMEOUT:-600}" python3 benchmarks/bench_tiles.py --json "$OUT/tiles.json" \
+        --markdown "$OUT/tiles.md" ;;
+    dist)
+      run dist python3 -m ckgemm.testing.distributed --nproc 1 --backend cutlass --dtype bf16,fp8 \
+        --quant none,row,block --json "$OUT/dist.json"
+      run dist_bench python3 -m ckgemm.testing.distributed --nproc 1 --backend cutlass --dtype bf16,fp8 --bench ;;
     tune)
       tag=${TUNE_TAG:-default}
       run "tune_$tag" python3 benchmarks/bench_grouped_gemm.py --only-ours --graph --iters 20 \
@@ -91,6 +120,9 @@ for stage in "$@"; do
       prof verify 2 --who verify
       python3 scripts/profile_kernels.py summarize /tmp/ncu_*.csv > "$OUT/ncu.md" 2>> "$OUT/ncu.log"
       echo "== profile: $((SECONDS - start)) s"; cat "$OUT/ncu.md" | head -80 ;;
+    pack)  # at most 8 files come back from the device: everything but the .so in one archive
+      tar czf /tmp/logs.tgz -C "$OUT" --exclude '_C*.so' . && find "$OUT" -type f ! -name '_C*.so' -delete \
+        && mv /tmp/logs.tgz "$OUT/logs.tgz" ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac
 done

@@ -1,39 +1,61 @@
 #!/usr/bin/env python
-"""One small call per kernel family (every dtype x layout x config instance, the packed builder and the
-fused verifier), for compute-sanitizer racecheck/memcheck runs; each result is also checked."""
+"""One small call per instance of the build (each forced with CKGEMM_CONFIG), the packed builder, the repack
+kernel (8-bit RR transpose and K padding) and the fused verifier, for compute-sanitizer racecheck/memcheck
+runs; every result is checked against an exact reference (entries in {-1, 0, 1}, so every sum is exact)."""
+import os
+
 import torch
 
 import ckgemm
 from ckgemm.backends.native import _C
-from ckgemm.testing import check, grouped_gemm_reference, gpu_verify
+from ckgemm.testing import check, gpu_verify, grouped_gemm_reference
 
-CONFIGS = {0: "large", 1: "small"}
+DTYPES = {0: torch.float16, 1: torch.bfloat16, 2: torch.float8_e4m3fn, 4: torch.int8}
+OUTS = {0: torch.float16, 1: torch.bfloat16, 2: torch.float32, 3: torch.int32}
+
+
+def _small(shape, dtype, dev):
+    return torch.randint(-1, 2, shape, device=dev).to(dtype)
+
+
+def run_instance(info, dev) -> None:
+    dtype, out, layout = DTYPES[info["dtype"]], OUTS[info["out"]], "RC" if info["layout"] == 0 else "RR"
+    m = 70 if info["tile"][0] >= 128 else 9
+    a = [_small((mm, 200), dtype, dev) for mm in (m, 1)]
+    b = [_small((136, 200) if layout == "RC" else (200, 136), dtype, dev) for _ in a]
+    kwargs = {"layout": layout}
+    if info["scaling"]:
+        blocks = lambda x: -(-x // 128)  # noqa: E731
+        if info["scaling"] == 1:
+            kwargs["scale_a"] = [torch.ones(x.shape[0], device=dev) for x in a]
+            kwargs["scale_b"] = [torch.ones(136, device=dev) for _ in a]
+        else:
+            kwargs["scale_a"] = [torch.ones(x.shape[0], blocks(200), device=dev) for x in a]
+            kwargs["scale_b"] = [torch.ones(blocks(136), blocks(200), device=dev) for _ in a]
+        kwargs["out_dtype"] = out
+    os.environ["CKGEMM_CONFIG"] = info["name"]  # the selection rule puts this instance first where it fits
+    c = ckgemm.grouped_gemm(a, b, **kwargs)
+    exact = [r.to(out) for r in grouped_gemm_reference(a, b, layout=layout)]
+    check(c, exact, rtol=0.0, atol=0.0, name=f"{info['name']} {dtype} {layout}")
+    sizes = torch.tensor([m, 1], device=dev)
+    packed = ckgemm.grouped_gemm_packed(torch.cat(a), torch.stack(b), sizes, layout=layout,
+                                        **({} if not info["scaling"] else {
+                                            "scale_a": torch.cat(kwargs["scale_a"]),
+                                            "scale_b": torch.stack(kwargs["scale_b"]), "out_dtype": out}))
+    check(packed, torch.cat(exact), rtol=0.0, atol=0.0, name=f"{info['name']} packed")
+    print(f"ok {info['name']} {dtype} -> {out} {layout} scaling={info['scaling']}: {ckgemm.last_dispatch()}")
 
 
 def main() -> None:
     torch.manual_seed(0)
     dev = "cuda"
-    for rule in ckgemm.DTYPE_TABLE:
-        if ckgemm.device_family(dev) not in rule.families:
-            continue
-        for layout, code in (("RC", 0), ("RR", 1)):
-            for config in CONFIGS:
-                if not _C.is_instantiated(rule.abi_code, code, config):
-                    continue
-                a = [torch.randint(-1, 2, (m, 64), device=dev).to(rule.input) for m in (1, 70)]
-                b = [torch.randint(-1, 2, (128, 64) if layout == "RC" else (64, 128), device=dev).to(rule.input)
-                     for _ in a]
-                c = [torch.empty((x.shape[0], 128), dtype=rule.output, device=dev) for x in a]
-                torch.ops.ckgemm.run_list(a, b, c, code, config)
-                sizes = torch.tensor([1, 70], device=dev)
-                out = torch.ops.ckgemm.run_packed(torch.cat(a), torch.stack(b), sizes, code, config)
-                refs = grouped_gemm_reference(a, b, layout=layout)
-                exact = [r.to(rule.output) for r in refs]  # entries in {-1, 0, 1}, K=64: every sum is exact
-                check(c, exact, rtol=0.0, atol=0.0, name=f"{rule.name} {layout} {CONFIGS[config]} list")
-                check(out, torch.cat(exact), rtol=0.0, atol=0.0, name=f"{rule.name} {layout} packed")
-                print(f"ok {rule.name} {layout} {CONFIGS[config]}")
-    x = torch.randn(1 << 20, device=dev)
-    stats = gpu_verify(x, x + 1e-7, rtol=1e-6, atol=0.0)
+    for info in _C.instances():
+        run_instance(info, dev)
+    x = _small((3, 200, 136), torch.int8, dev)
+    assert torch.equal(torch.ops.ckgemm.transpose_b(x), x.transpose(-1, -2).contiguous())
+    print("ok transpose")
+    y = torch.randn(1 << 20, device=dev)
+    stats = gpu_verify(y, y + 1e-7, rtol=1e-6, atol=0.0)
     assert stats.path.startswith("fused"), stats.path
     print("ok verify", stats)
 

@@ -11,51 +11,11 @@ import pytest
 import torch
 
 import ckgemm
-from ckgemm.testing import check, grouped_gemm_reference, grouped_gemm_reference_packed
+from ckgemm.testing import check, grouped_gemm_reference_packed
+from gpu_support import DEVICE, DTYPES, FP8_MAX_DIFF, IDS, M_SHAPES, MARKS, NATIVE, check_list, inputs, instance_of
 from support import generator, poison, rand_tensor
 
-pytestmark = pytest.mark.gpu
-
-DEVICE = "cuda"
-_status = ckgemm.backend_status(DEVICE) if torch.cuda.is_available() else {}
-NATIVE = next((n for n in ("cutlass", "ck") if _status.get(n) == "available"), None)
-if torch.cuda.is_available() and NATIVE is None:
-    pytestmark = [pytest.mark.gpu, pytest.mark.skip(reason=f"no native backend can run here: {_status}")]
-
-M_SHAPES = [0, 1, 17, 63, 65, 100]
-
-
-def _dtypes():
-    if not torch.cuda.is_available():
-        return [torch.float16]
-    return [torch.float16, torch.bfloat16, ckgemm.fp8_dtype_for(DEVICE), torch.int8]
-
-
-DTYPES = _dtypes()
-IDS = [str(d).replace("torch.", "") for d in DTYPES]
-
-
-def _inputs(shapes, dtype, layout, tag):
-    gen = generator(tag)
-    a = [rand_tensor((m, k), dtype, gen, DEVICE) for m, n, k in shapes]
-    b = [rand_tensor((n, k) if layout == "RC" else (k, n), dtype, gen, DEVICE) for m, n, k in shapes]
-    return a, b
-
-
-# CK-tile's tolerance for fp8 -> fp32 allows errors of max|ref|/16 (it budgets an fp8 compute type), far
-# above what a kernel given the reference's exact fp8 inputs makes. A calc_diff bound is the second
-# criterion: ~1e-8 is typical for Hopper's fp8 accumulation at these K, a 5% scale error gives 1.3e-3.
-FP8_MAX_DIFF = 1e-6
-
-
-def _check_list(outs, a, b, layout, dtype, name):
-    rule = ckgemm.rule_for(dtype)
-    refs = grouped_gemm_reference(a, b, layout=layout)
-    if rule.exact:
-        check(outs, [r.to(torch.int32) for r in refs], name=name)
-    else:
-        check(outs, refs, in_dtype=dtype, k=[x.shape[1] for x in a], name=name,
-              max_diff=FP8_MAX_DIFF if dtype.itemsize == 1 else None)
+pytestmark = MARKS
 
 
 def _kernel_paths():
@@ -67,14 +27,14 @@ def _kernel_paths():
 def test_list_and_out_forms(dtype, layout):
     """Every dtype x layout: M edges, a K=0 group, heterogeneous N/K, NaN-poisoned outputs."""
     shapes = [(m, 256, 128) for m in M_SHAPES] + [(40, 128, 0), (33, 384, 192), (130, 128, 64)]
-    a, b = _inputs(shapes, dtype, layout, f"gpu-list-{dtype}-{layout}")
+    a, b = inputs(shapes, dtype, layout, f"gpu-list-{dtype}-{layout}")
     outs = ckgemm.grouped_gemm(a, b, layout=layout)
-    _check_list(outs, a, b, layout, dtype, "grouped_gemm")
+    check_list(outs, a, b, layout, dtype, "grouped_gemm")
     assert all(p.startswith(NATIVE) for p in _kernel_paths()), ckgemm.last_dispatch()
     rule = ckgemm.rule_for(dtype)
     poisoned = [poison((m, n), rule.output, DEVICE) for m, n, _ in shapes]
     ckgemm.grouped_gemm_out(a, b, poisoned, layout=layout)
-    _check_list(poisoned, a, b, layout, dtype, "grouped_gemm_out")
+    check_list(poisoned, a, b, layout, dtype, "grouped_gemm_out")
     assert torch.equal(poisoned[6], torch.zeros_like(poisoned[6])), "K=0 must give exact zeros"
 
 
@@ -106,11 +66,11 @@ def test_group_counts(dtype, groups):
     gen = generator(f"gpu-g{groups}-{dtype}")
     ms = torch.randint(0, 90, (groups,), generator=gen).tolist()
     shapes = [(m, 128, 64) for m in ms]
-    a, b = _inputs(shapes, dtype, "RC", f"gpu-g{groups}-{dtype}-data")
-    _check_list(ckgemm.grouped_gemm(a, b), a, b, "RC", dtype, f"G={groups} list")
+    a, b = inputs(shapes, dtype, "RC", f"gpu-g{groups}-{dtype}-data")
+    check_list(ckgemm.grouped_gemm(a, b), a, b, "RC", dtype, f"G={groups} list")
     packed_a = torch.cat(a)
     out = ckgemm.grouped_gemm_packed(packed_a, torch.stack(b), torch.tensor(ms, device=DEVICE))
-    _check_list(list(out.split(ms)), a, b, "RC", dtype, f"G={groups} packed")
+    check_list(list(out.split(ms)), a, b, "RC", dtype, f"G={groups} packed")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
@@ -123,34 +83,36 @@ def test_misaligned_groups_are_repacked_not_wrong(dtype):
     a = [big_a[1:18, :127], big_a[:33, 3:131], rand_tensor((9, 64), dtype, gen, DEVICE)]
     b = [big_b[:129, :127], big_b[5:133, :128], big_b[1:130, 1:65]]
     outs = ckgemm.grouped_gemm(a, b)
-    _check_list(outs, a, b, "RC", dtype, "misaligned")
+    check_list(outs, a, b, "RC", dtype, "misaligned")
     paths = ckgemm.last_dispatch().paths
     assert all(p.endswith("+repack") for p in paths), paths
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
 def test_unaligned_output_and_config_choice(dtype):
-    """A padded output whose leading dimension the TMA store cannot write runs the direct-store config;
-    large aligned groups run the large config."""
+    """A padded output whose leading dimension the TMA store cannot write runs an instance that writes any
+    output (CUTLASS's direct store) or is staged (CK); large aligned groups run a compute-bound tile.
+    Paths name the instance: schedule, tile, cluster."""
     rule = ckgemm.rule_for(dtype)
-    a, b = _inputs([(300, 256, 128), (260, 256, 128)], dtype, "RC", f"gpu-config-{dtype}")
+    a, b = inputs([(300, 256, 128), (260, 256, 128)], dtype, "RC", f"gpu-config-{dtype}")
     outs = ckgemm.grouped_gemm(a, b)
-    _check_list(outs, a, b, "RC", dtype, "large")
-    assert all(p == f"{NATIVE}:large" for p in ckgemm.last_dispatch().paths)
+    check_list(outs, a, b, "RC", dtype, "large")
+    paths = ckgemm.last_dispatch().paths
+    assert all(instance_of(p)["tile"][0] >= 128 and "+" not in p for p in paths), paths
     wide = poison((300, 257), rule.output, DEVICE)
     wide2 = poison((260, 259), rule.output, DEVICE)
     given = [wide[:, :256], wide2[:, 1:257]]
     ckgemm.grouped_gemm_out(a, b, given)
-    _check_list(given, a, b, "RC", dtype, "direct-store")
-    if NATIVE == "cutlass":
-        assert all(p == "cutlass:small" for p in ckgemm.last_dispatch().paths)
+    check_list(given, a, b, "RC", dtype, "direct-store")
+    paths = ckgemm.last_dispatch().paths
+    assert all(instance_of(p)["any_output"] or p.endswith("+staged") for p in paths), paths
     untouched = poison((300, 1), rule.output, DEVICE)
     assert torch.equal(wide[:, 256:].contiguous().view(torch.uint8), untouched.view(torch.uint8)), "padding written"
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
 def test_repeated_calls_bitwise_equal(dtype):
-    a, b = _inputs([(m, 512, 256) for m in (1, 77, 300)], dtype, "RC", f"gpu-repeat-{dtype}")
+    a, b = inputs([(m, 512, 256) for m in (1, 77, 300)], dtype, "RC", f"gpu-repeat-{dtype}")
     first = [c.clone() for c in ckgemm.grouped_gemm(a, b)]
     packed = ckgemm.grouped_gemm_packed(torch.cat(a), torch.stack(b), torch.tensor([1, 77, 300], device=DEVICE))
     for _ in range(3):
@@ -198,12 +160,30 @@ def test_graph_capture_and_replay_with_new_sizes(layout):
         check(out, ref, in_dtype=dtype, k=k, name=f"replay {trial}")
 
 
-def test_list_form_refuses_graph_capture():
-    a, b = _inputs([(8, 128, 64)], torch.bfloat16, "RC", "gpu-capture-list")
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.int8], ids=["bf16", "int8"])
+def test_list_form_graph_capture_and_replay(dtype):
+    """The list forms pass their descriptors as kernel parameters: capture once (misaligned groups and a
+    K = 0 group included, so copies and zero fills are captured too), refill the inputs in place, replay."""
+    shapes = [(8, 128, 64), (0, 64, 64), (33, 256, 128), (5, 128, 0), (20, 136, 72)]
+    a, b = inputs(shapes, dtype, "RC", f"gpu-capture-list-{dtype}")
+    a[4] = torch.empty(20, 80, dtype=dtype, device=DEVICE)[:, 3:75]  # misaligned: repacked inside the graph
+    outs = [poison((m, n), ckgemm.rule_for(dtype).output, DEVICE) for m, n, _ in shapes]
+    gen = generator(f"gpu-capture-refill-{dtype}")
+    for x in a + b:
+        x.copy_(rand_tensor(tuple(x.shape), dtype, gen, DEVICE))
+    ckgemm.grouped_gemm_out(a, b, outs)  # warm up outside capture
+    torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
-    with pytest.raises(ckgemm.InvalidArgumentError, match="cannot be captured"):
-        with torch.cuda.graph(graph):
-            ckgemm.grouped_gemm(a, b)
+    with torch.cuda.graph(graph):
+        ckgemm.grouped_gemm_out(a, b, outs)
+    for trial in range(2):
+        for x in a + b:
+            x.copy_(rand_tensor(tuple(x.shape), dtype, gen, DEVICE))
+        for c in outs:
+            c.copy_(poison(tuple(c.shape), c.dtype, DEVICE))
+        graph.replay()
+        torch.cuda.synchronize()
+        check_list(outs, a, b, "RC", dtype, f"list replay {trial}")
 
 
 def test_opcheck_native_ops():
@@ -212,10 +192,13 @@ def test_opcheck_native_ops():
     b = rand_tensor((3, 128, 64), torch.bfloat16, gen, DEVICE)
     gs = torch.tensor([10, 0, 30], dtype=torch.int32, device=DEVICE)
     out = torch.empty((40, 128), dtype=torch.bfloat16, device=DEVICE)
-    torch.library.opcheck(torch.ops.ckgemm.run_packed.default, (a, b, gs, 0, 1))
-    torch.library.opcheck(torch.ops.ckgemm.run_packed_out.default, (a, b, gs, out, 0, 0))
-    torch.library.opcheck(torch.ops.ckgemm.run_list.default, ([a[:10], a[10:]], [b[0], b[1]],
-                                                              [out[:10], out[10:]], 0, 1))
+    ops = torch.ops.ckgemm
+    torch.library.opcheck(ops.gemm_packed.default, (a, b, gs, None, None, 0, None))
+    torch.library.opcheck(ops.gemm_packed_out.default, (a, b, gs, out, None, None, 0, None))
+    torch.library.opcheck(ops.gemm_list.default, ([a[:10], a[10:]], [b[0], b[1]], [], [], 0, 0, None))
+    torch.library.opcheck(ops.gemm_list_out.default, ([a[:10], a[10:]], [b[0], b[1]], [out[:10], out[10:]], [], [],
+                                                      0, 0, None))
+    torch.library.opcheck(ops.transpose_b.default, (b,))
 
 
 def test_torch_compile_fullgraph_packed():
@@ -239,9 +222,9 @@ def test_bad_device_sizes_fail_loudly():
         a = torch.randn(10, 64, device="cuda").to(torch.bfloat16)
         b = torch.randn(2, 128, 64, device="cuda").to(torch.bfloat16)
         sizes = torch.tensor([4, 6], device="cuda")
-        ckgemm.grouped_gemm_packed(a, b, sizes)  # valid: planned and memoized
+        ckgemm.grouped_gemm_packed(a, b, sizes)  # valid
         torch.cuda.synchronize()
-        sizes[1] = 5  # the same call again (a memo hit) with a bad total: still stopped on the device
+        sizes[1] = 5  # the same call again with a bad total: stopped on the device
         ckgemm.grouped_gemm_packed(a, b, sizes)
         torch.cuda.synchronize()
         print("NO ERROR")
@@ -294,26 +277,26 @@ def test_packed_k0_n0_and_no_rows(dtype):
 
 
 def test_large_config_keeps_padding_and_column_blocks():
-    """Outputs that are 16-byte aligned views of wider buffers take the TMA-store (large) config; it must
-    write exactly the [M, N] views: padding and neighbouring column blocks stay untouched."""
-    a, b = _inputs([(300, 128, 64), (260, 128, 64)], torch.bfloat16, "RC", "gpu-large-padding")
+    """Outputs that are 16-byte aligned views of wider buffers take a TMA-store tile; it must write exactly
+    the [M, N] views: padding and neighbouring column blocks stay untouched."""
+    a, b = inputs([(300, 128, 64), (260, 128, 64)], torch.bfloat16, "RC", "gpu-large-padding")
     buf = poison((300, 128 * 2 + 8), torch.bfloat16, DEVICE)
     given = [buf[:, :128], buf[:260, 128:256]]
     ckgemm.grouped_gemm_out(a, b, given)
-    assert all(p == f"{NATIVE}:large" for p in ckgemm.last_dispatch().paths), ckgemm.last_dispatch()
-    _check_list(given, a, b, "RC", torch.bfloat16, "column blocks")
+    paths = ckgemm.last_dispatch().paths
+    assert all(not instance_of(p)["any_output"] and "+" not in p for p in paths), paths
+    check_list(given, a, b, "RC", torch.bfloat16, "column blocks")
     assert torch.isnan(buf[:, 256:]).all() and torch.isnan(buf[260:, 128:256]).all(), "wrote outside the views"
 
 
-def test_memoized_packed_calls_follow_new_device_sizes():
-    """Repeated packed calls skip host planning (ckgemm._plan_cache); sizes changed in place on the
-    device (same total) must still be used."""
-    a, b = _inputs([(64, 128, 64), (64, 128, 64)], torch.bfloat16, "RC", "gpu-memo")
+def test_repeated_packed_calls_follow_new_device_sizes():
+    """Sizes changed in place on the device (same total) between identical calls must be used."""
+    a, b = inputs([(64, 128, 64), (64, 128, 64)], torch.bfloat16, "RC", "gpu-memo")
     tokens, experts = torch.cat(a), torch.stack(b)
     sizes = torch.tensor([64, 64], device=DEVICE, dtype=torch.int32)
     for split in ([64, 64], [100, 28], [0, 128], [128, 0]):
         sizes.copy_(torch.tensor(split))
         out = ckgemm.grouped_gemm_packed(tokens, experts, sizes)
         starts = [0, split[0]]
-        _check_list([out[s:s + m] for s, m in zip(starts, split)],
+        check_list([out[s:s + m] for s, m in zip(starts, split)],
                     [tokens[s:s + m] for s, m in zip(starts, split)], b, "RC", torch.bfloat16, f"split {split}")

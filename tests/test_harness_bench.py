@@ -2,6 +2,7 @@
 paired A/B ordering, rotating copies, and the telemetry parsers."""
 from __future__ import annotations
 
+import math
 import time
 
 import pytest
@@ -99,3 +100,23 @@ def test_flush_size_rules(monkeypatch):
     monkeypatch.setattr(device_info, "is_mi300_class", lambda d: True)
     monkeypatch.setattr(device_info, "l2_cache_bytes", lambda d: 4 * 2**20)
     assert device_info.flush_bytes("cpu") == 512 * 2**20
+
+
+def test_results_are_usable_as_their_median_in_ms():
+    """Like the floats triton.testing.do_bench and DeepGEMM's bench return: float(), arithmetic,
+    comparisons, min/sorted/sum, round and format specs all see the median in ms."""
+    slow = BenchResult([3.0, 1.0, 2.0, 10.0], "perf_counter", "warm", 0, "cpu")  # median 2.5
+    fast = BenchResult([1.0, 1.0, 2.0], "perf_counter", "warm", 0, "cpu")  # median 1.0
+    assert float(slow) == 2.5 and slow * 1e3 == 2500.0 and 1e3 * slow == 2500.0
+    assert slow / fast == 2.5 and 5.0 / slow == 2.0 and slow - 0.5 == 2.0 and 3.0 - slow == 0.5
+    assert slow + fast == 3.5 and sum([slow, fast]) == 3.5
+    assert fast < slow and slow > 2.0 and slow >= 2.5 and fast <= 1.0 and slow == 2.5 and slow != fast
+    assert min([slow, fast]) is fast and sorted([slow, fast]) == [fast, slow]
+    assert round(slow) == 2 and round(slow, 1) == 2.5 and f"{slow:.2f}" == "2.50"
+    assert f"{slow}" == str(slow) and str(slow).startswith("median 2.5 ms")
+    assert math.isclose(slow, 2.5) and pytest.approx(2.5) == slow
+    assert slow.__eq__("2.5") is NotImplemented and slow != "2.5"
+    with pytest.raises(TypeError):
+        hash(slow)
+    measured = bench(_sleeper(1.0), warmup=0, iters=3, device="cpu")
+    assert 1.0 <= float(measured) == measured.median_ms < 50.0

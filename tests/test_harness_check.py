@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from ckgemm.testing import check, tolerance
+from ckgemm.testing.check import ASSERT_CLOSE_DEFAULTS
 from support import generator
 
 
@@ -90,9 +91,52 @@ def test_explicit_tolerances_and_argument_errors():
         check(outs, refs, rtol=[0.0, 0.0], atol=[0.0, 0.49])
     with pytest.raises(ValueError, match="both rtol and atol"):
         check(outs, refs, rtol=0.1)
-    with pytest.raises(ValueError, match="in_dtype and k"):
-        check(outs, refs)
+    with pytest.raises(ValueError, match="in_dtype and k together"):
+        check(outs, refs, in_dtype=torch.float32)
+    with pytest.raises(ValueError, match="in_dtype and k together"):
+        check(outs, refs, k=64)
     with pytest.raises(ValueError, match="2 entries for 3 groups"):
         check(outs + outs[:1], refs + refs[:1], rtol=[0, 0], atol=[0, 0])
     with pytest.raises(AssertionError, match="shape"):
         check(torch.zeros(2, 3), torch.zeros(3, 2), rtol=0, atol=0)
+
+
+def _ulps_up(x: torch.Tensor, steps: int) -> torch.Tensor:
+    """Positive ``x`` moved up by ``steps`` units in the last place of its own dtype."""
+    ints = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32}[x.dtype]
+    return (x.view(ints) + steps).view(x.dtype)
+
+
+def test_without_tolerances_it_uses_assert_close_defaults():
+    """No rtol/atol and no in_dtype/k: the defaults torch.testing.assert_close uses for the dtypes
+    (fp16 rtol 1e-3, bf16 1.6e-2, fp32 1.3e-6): one ulp passes, a few ulps fail, as torch decides."""
+    gen = generator("check-defaults")
+    ref = (torch.randn(32, 32, generator=gen).abs() + 1.0) * 1000  # atol (1e-5) negligible: rtol decides
+    for dtype, fail_steps in ((torch.float32, 30), (torch.float16, 3), (torch.bfloat16, 5)):
+        r = ref.to(dtype)
+        report = check(_ulps_up(r, 1), r)
+        assert (report.groups[0].stats.rtol, report.groups[0].stats.atol) == ASSERT_CLOSE_DEFAULTS[dtype]
+        torch.testing.assert_close(_ulps_up(r, 1), r)  # torch agrees on both sides
+        with pytest.raises(AssertionError, match="1 of 1 groups fail"):
+            check(_ulps_up(r, fail_steps), r)
+        with pytest.raises(AssertionError):
+            torch.testing.assert_close(_ulps_up(r, fail_steps), r)
+    # mixed dtypes: the looser of the two; fp8 and integers: exact, as in assert_close
+    assert check(ref.half(), ref).groups[0].stats.rtol == 1e-3
+    f8 = (ref / 1000).to(torch.float8_e4m3fn)
+    check(f8, f8.clone())
+    with pytest.raises(AssertionError):
+        check(f8, (ref / 1000 * 1.2).to(torch.float8_e4m3fn))
+    ints = torch.arange(12, dtype=torch.int32)
+    check(ints, ints.clone())
+    with pytest.raises(AssertionError, match=r"\(5,\)"):
+        check(ints, torch.where(ints == 5, 6, ints))
+
+
+def test_raise_on_failure_false_returns_the_failed_report():
+    outs, refs = _groups("check-noraise", [(4, 4), (3, 5)])
+    outs[1] = outs[1].clone()
+    outs[1][2, 3] += 1.0
+    report = check(outs, refs, in_dtype=torch.float16, k=64, raise_on_failure=False)
+    assert not report.passed and [g.passed for g in report.groups] == [True, False]
+    assert report.groups[1].stats.examples[0][0] == (2, 3) and "FAILED: 1 of 2 groups fail" in str(report)

@@ -3,11 +3,13 @@ smoke and MoE runs pass and write reports; a wrong or unwritten result, a valida
 regression against a baseline each make it exit non-zero."""
 from __future__ import annotations
 
+import csv
 import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+import torch
 
 import ckgemm.backends.reference as reference_backend
 import ckgemm.validate
@@ -17,10 +19,15 @@ CLI_PATH = Path(__file__).resolve().parents[1] / "op_tests" / "test_grouped_gemm
 
 @pytest.fixture(scope="module")
 def cli():
+    """The CLI module, run with one intra-op thread: on a shared 2-core machine thread wake-ups cost
+    milliseconds per tiny matmul (the CLI itself does this for --smoke only)."""
     spec = importlib.util.spec_from_file_location("ckgemm_op_tests_cli", CLI_PATH)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield module
+    torch.set_num_threads(threads)
 
 
 SMALL = ["--groups", "2", "--m", "24", "--n", "16", "--k", "40"]
@@ -113,3 +120,100 @@ def test_options_are_checked(cli):
     with pytest.raises(SystemExit):
         cli.main(["--dtype", "fp4"])
     assert cli.main(["--backend", "nope"]) == 2, "an unusable backend stops the run before any case"
+
+
+# The seed script's documented command lines (issue 14 item 5), each as written; on the CPU the shape flags
+# after them keep the torch reference's run to seconds (the timed ones time 4 dtypes x 2 layouts x peers).
+CPU_SIZE = ["--m", "32", "--n", "48", "--k", "64"]
+SEED_COMMANDS = [
+    ["--smoke", "--dtype", "fp16"],
+    ["--smoke", "--dtype", "all", "--variable"],
+    ["--moe", "--dtype", "fp16"],
+    ["--moe", "--dtype", "fp8"],
+    ["--moe", "--dtype", "all"],
+    ["--moe", "--dtype", "fp16", "--groups", "3"],
+    ["--dtype", "fp8"],
+    ["--dtype", "all", "--variable", "--warmup", "10", "--repeat", "100"],
+    ["--heterogeneous", "--dtype", "fp16"],
+    ["--layout"],
+    ["--bad-input"],
+]
+
+
+def _rows(path):
+    return json.loads(path.read_text())["rows"]
+
+
+@pytest.mark.parametrize("command", SEED_COMMANDS, ids=" ".join)
+def test_seed_command_lines_run_and_pass(cli, command, tmp_path, capsys):
+    out = tmp_path / "run.json"
+    assert cli.main([*command, *CPU_SIZE, "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "ALL PASSED" in text and "summary (markdown):" in text
+    rows = _rows(out)
+    cases = [r for r in rows if r["op"] != "bad_input"]
+    assert cases and all(r["passed"] for r in rows)
+    dtypes = {r["dtype"] for r in cases}
+    named = command[command.index("--dtype") + 1] if "--dtype" in command else "all"
+    assert dtypes == ({"fp16", "bf16", "fp8", "int8"} if named == "all" else {named})
+    if "--moe" in command:
+        assert {r["op"] for r in cases} == {"grouped_gemm_packed"}
+        groups = int(command[command.index("--groups") + 1]) if "--groups" in command else 4
+        assert all(r["shape"].startswith(f"{groups}x") for r in cases)
+    if "--layout" in command:  # bare: the layout-variant tests, both layouts in both forms
+        assert {(r["layout"], r["form"]) for r in cases} == {(l, f) for l in ("RC", "RR") for f in ("list", "packed")}
+    if "--bad-input" in command:
+        assert sum(r["op"] == "bad_input" for r in rows) >= 25
+    if "--variable" in command:
+        assert any("variable M" in r["config"] for r in cases)
+    if "--smoke" not in command:  # every case is timed: its perf line has shape, config, time and rate
+        timed = [r for r in cases if "median_ms" in r]
+        assert len(timed) == len(cases)
+        for r in timed:
+            line = next(l for l in text.splitlines() if l.strip().startswith(f"perf: {r['dtype']} {r['layout']} "
+                                                                              f"{r['form']} {r['shape']} "))
+            assert f"[{r['kernel']}]" in line and " ms, " in line and "TFLOP/s" in line
+            assert "torch" in r["kernel"]  # the reference backend runs on the CPU
+
+
+def test_layout_takes_a_value_too(cli, tmp_path):
+    out = tmp_path / "rr.json"
+    assert cli.main([*SMALL, "--layout", "rr", "--dtype", "bf16", "--no-perf", "--json", str(out)]) == 0
+    assert {(r["layout"], r["form"]) for r in _rows(out)} == {("RR", "list")}
+    with pytest.raises(SystemExit):
+        cli.main(["--layout", "CR"])
+
+
+def test_aiter_aliases_and_dtype_names(cli, tmp_path):
+    out = tmp_path / "alias.json"
+    assert cli.main(["-g", "2", "-m", "8", "-n", "16", "-k", "32", "-d", "i8", "bf16", "-l", "RC", "--no-perf",
+                     "--json", str(out)]) == 0
+    rows = _rows(out)
+    assert {r["dtype"] for r in rows} == {"int8", "bf16"} and {r["shape"] for r in rows} == {"2x8x16x32"}
+
+
+def test_csv_and_markdown_summary(cli, tmp_path, capsys):
+    path = tmp_path / "sub" / "run.csv"
+    assert cli.main([*SMALL, "-d", "fp16", "int8", "--layout", "RC", "--warmup", "0", "--repeat", "2",
+                     "--csv", str(path)]) == 0
+    text = capsys.readouterr().out
+    table = text[text.index("timed cases and failures (markdown):"):]
+    assert "| ckgemm us" in table and "| ckgemm TFLOPS" in table and "| torch x2" in table
+    with path.open() as f:
+        rows = list(csv.DictReader(f))
+    assert [r["dtype"] for r in rows] == ["fp16", "int8"]
+    for r in rows:
+        assert r["shape"] == "2x24x16x40" and r["kernel"] == "torch x2" and r["passed"] == "PASS"
+        assert float(r["ckgemm us"]) > 0 and float(r["ckgemm TFLOPS"]) > 0 and r["loop peer"]
+
+
+def test_mfu_against_the_device_peak(cli, monkeypatch, tmp_path, capsys):
+    from ckgemm.testing import roofline
+
+    fake = roofline.Ceilings("test device", {"bf16": 0.001}, 0.01, "datasheet: a pretend 1 GFLOP/s part")
+    monkeypatch.setattr(roofline, "peak_for_device", lambda device=None: fake)
+    out = tmp_path / "mfu.json"
+    assert cli.main([*SMALL, "-d", "bf16", "-l", "RC", "--warmup", "0", "--repeat", "2", "--json", str(out)]) == 0
+    (row,) = _rows(out)
+    assert row["mfu_pct"] == pytest.approx(row["tflops"] / 0.001 * 100, rel=1e-9)
+    assert f"MFU {row['mfu_pct']:.3g}%" in capsys.readouterr().out

@@ -13,6 +13,8 @@ One module per idea; this package never imports ckgemm's ops, so it judges them 
 - ``report``, ``baseline``, ``plot``   tables, markdown/JSON, regression gate, roofline PNG
 - ``verify``   gpu_verify: on-device statistics (fused kernel in csrc/common/verify.cuh, torch fallback)
 - ``device_info``  device name, cache sizes, clocks and power
+- ``conformance``  ``python -m ckgemm.testing.conformance``: all of the above as a conformance suite for any
+  grouped GEMM (docs/CONFORMANCE.md); not imported here
 
 Functions that share their module's name (``bench``, ``check``) are the functions here; import the
 modules as ``from ckgemm.testing.bench import ...`` when you need their other names.

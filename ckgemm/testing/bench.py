@@ -11,10 +11,16 @@ and reports the median, p10, p90 and min over the iterations. Without a GPU it t
 
 Graph mode (``graph=True``) captures ``fn`` once per rotated argument set and times ``graph.replay()``:
 launch overhead disappears, which is what a serving loop under graph capture sees.
+
+A ``BenchResult`` stands for its median in milliseconds wherever a number is expected, as the numbers
+``triton.testing.do_bench`` and DeepGEMM's ``bench`` return do: ``float(r)``, ``r * 1e3``, ``a / b``,
+``r < 0.5``, ``min(results)``, ``sum(results)``, ``f"{r:.3f}"``; ``str(r)`` keeps the full summary.
 """
 from __future__ import annotations
 
 import math
+import numbers
+import operator
 import time
 from dataclasses import dataclass, field
 
@@ -23,8 +29,37 @@ import torch
 from . import device_info
 
 
-@dataclass
+def _ms(value):
+    """The number a timing stands for (its median in ms), or NotImplemented for other operands."""
+    if isinstance(value, BenchResult):
+        return value.median_ms
+    if isinstance(value, numbers.Real):
+        return float(value)
+    return NotImplemented
+
+
+def _arith(op):
+    def forward(self, other):
+        value = _ms(other)
+        return NotImplemented if value is NotImplemented else op(self.median_ms, value)
+
+    def reverse(self, other):
+        value = _ms(other)
+        return NotImplemented if value is NotImplemented else op(value, self.median_ms)
+    return forward, reverse
+
+
+def _compare(op):
+    def method(self, other):
+        value = _ms(other)
+        return NotImplemented if value is NotImplemented else op(self.median_ms, value)
+    return method
+
+
+@dataclass(eq=False)
 class BenchResult:
+    """Timings of one ``bench`` run. Usable as a float: its median in ms (see the module docstring)."""
+
     times_ms: list[float]
     method: str  # "cuda-events", "cuda-graph" or "perf_counter"
     cold: str  # how caches were made cold: "flush <n> MiB", "rotate <n> copies", or "warm"
@@ -72,6 +107,28 @@ class BenchResult:
         return (f"median {self.median_ms:.4g} ms (p10 {self.p10_ms:.4g}, p90 {self.p90_ms:.4g}, min {self.min_ms:.4g}; "
                 f"{len(self.times_ms)} iters, {self.method}, {self.cold})" + (" THROTTLED" if self.throttled else ""))
 
+    # A timing is its median in ms wherever a number is expected.
+    def __float__(self) -> float:
+        return self.median_ms
+
+    def __format__(self, spec: str) -> str:
+        return format(self.median_ms, spec) if spec else str(self)
+
+    def __round__(self, ndigits=None):
+        return round(self.median_ms, ndigits)
+
+    __add__, __radd__ = _arith(operator.add)
+    __sub__, __rsub__ = _arith(operator.sub)
+    __mul__, __rmul__ = _arith(operator.mul)
+    __truediv__, __rtruediv__ = _arith(operator.truediv)
+    __eq__ = _compare(operator.eq)
+    __ne__ = _compare(operator.ne)
+    __lt__ = _compare(operator.lt)
+    __le__ = _compare(operator.le)
+    __gt__ = _compare(operator.gt)
+    __ge__ = _compare(operator.ge)
+    __hash__ = None  # equal to a float, so not hashable (like a mutable float would be)
+
 
 def quantile(values, q: float) -> float:
     """Linear-interpolated quantile (numpy's default method) of a non-empty sequence."""
@@ -115,7 +172,9 @@ def rotating_copies(args: tuple, *, device=None, budget_bytes: int | None = None
     return [args] + [_clone_tree(args) for _ in range(count - 1)]
 
 
-def _capture_graph(call):
+def capture_graph(call):
+    """A CUDA/HIP graph of ``call()``: two warm-up calls on a side stream (allocators, lazy initialisation
+    and JIT compilers run outside the capture), then one captured call. Replay with ``graph.replay()``."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -177,7 +236,7 @@ def _bench_cpu(calls, warmup: int, iters: int) -> BenchResult:
 def _bench_gpu(calls, warmup: int, iters: int, device, flush: bool, graph: bool, sync: bool = False) -> BenchResult:
     runs = calls
     if graph:
-        graphs = [_capture_graph(call) for call in calls]
+        graphs = [capture_graph(call) for call in calls]
         runs = [g.replay for g in graphs]
     buffer = None
     if flush:

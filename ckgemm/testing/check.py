@@ -1,7 +1,9 @@
 """``check``: one call that compares a kernel's outputs with a reference and hard-fails with a report.
 
-Tolerances are explicit, or derived per group from the dtypes, that group's K and its max|ref| (CK-tile's
-model, see ``numeric.tolerance``). Integer outputs are compared exactly. NaN never passes. An optional
+Tolerances are explicit; or derived per group from the dtypes, that group's K and its max|ref| (CK-tile's
+model, see ``numeric.tolerance``) when ``in_dtype`` and ``k`` are given; or, with neither, the defaults of
+``torch.testing.assert_close`` for the two dtypes (``ASSERT_CLOSE_DEFAULTS``), so ``check(out, ref)`` works
+for comparisons that are not GEMMs. Integer outputs are compared exactly. NaN never passes. An optional
 ``calc_diff`` bound is a second criterion that every group must also meet.
 """
 from __future__ import annotations
@@ -85,6 +87,22 @@ def _row(g: GroupCheck) -> list[str]:
             "-" if g.diff is None else f"{g.diff:.3g}", "ok" if g.passed else "FAIL"]
 
 
+# torch.testing.assert_close's default (rtol, atol) per dtype; dtypes not listed (integers, bool, the fp8
+# formats) compare exactly, as there. When out and ref differ in dtype, the looser of the two applies.
+ASSERT_CLOSE_DEFAULTS = {
+    torch.float16: (1e-3, 1e-5),
+    torch.bfloat16: (1.6e-2, 1e-5),
+    torch.float32: (1.3e-6, 1e-5),
+    torch.float64: (1e-7, 1e-7),
+}
+
+
+def default_tolerance(out_dtype: torch.dtype, ref_dtype: torch.dtype) -> tuple[float, float]:
+    """``torch.testing.assert_close``'s default (rtol, atol) for comparing these two dtypes."""
+    pairs = [ASSERT_CLOSE_DEFAULTS.get(d, (0.0, 0.0)) for d in (out_dtype, ref_dtype)]
+    return max(p[0] for p in pairs), max(p[1] for p in pairs)
+
+
 def _per_group(value, count: int, what: str) -> list:
     if isinstance(value, (list, tuple)):
         if len(value) != count:
@@ -95,8 +113,9 @@ def _per_group(value, count: int, what: str) -> list:
 
 def _finite_max_abs(ref: torch.Tensor) -> float:
     r = ref.detach().double().abs()
-    r = r[torch.isfinite(r)]
-    return float(r.max()) if r.numel() else 0.0
+    if not r.numel():
+        return 0.0
+    return float(torch.where(torch.isfinite(r), r, torch.zeros_like(r)).max())  # no boolean indexing: cheap
 
 
 def group_tolerance(out: torch.Tensor, ref: torch.Tensor, in_dtype: torch.dtype, k: int,
@@ -114,19 +133,22 @@ def group_tolerance(out: torch.Tensor, ref: torch.Tensor, in_dtype: torch.dtype,
 
 def check(out, ref, *, rtol=None, atol=None, in_dtype: torch.dtype | None = None, k=None,
           acc_dtype: torch.dtype | None = None, k_batch: int = 1, max_diff: float | None = None,
-          name: str = "check", max_examples: int = 8, scaled: bool = False) -> CheckReport:
+          name: str = "check", max_examples: int = 8, scaled: bool = False,
+          raise_on_failure: bool = True) -> CheckReport:
     """Compare ``out`` with ``ref`` (tensors, or lists of per-group tensors) and raise AssertionError with
     a readable report (per-group table, first mismatches with indices) when any group fails.
 
     Tolerances, per group:
       - integer outputs: exact (any non-zero ``rtol``/``atol`` is an error);
       - ``rtol`` and ``atol`` given (floats, or one per group): used as given;
-      - otherwise derived from ``in_dtype``, ``out.dtype``, ``acc_dtype`` (default: the dtype table's
-        accumulator), the group's ``k`` (int, or one per group) and the group's max|ref|.
+      - ``in_dtype`` and ``k`` given: derived from ``in_dtype``, ``out.dtype``, ``acc_dtype`` (default: the
+        dtype table's accumulator), the group's ``k`` (int, or one per group) and the group's max|ref|;
+      - none of these: ``torch.testing.assert_close``'s defaults for out's and ref's dtypes
+        (``default_tolerance``; fp8 outputs, like integers, then compare exactly).
     ``max_diff``: also require ``calc_diff(out, ref) <= max_diff`` in every group.
     ``scaled``: the outputs are of a scaled fp8/int8 GEMM (``numeric.scaled_tolerance``; ``in_dtype`` is the
     quantized input dtype, the reference must carry the same quantization).
-    Returns the ``CheckReport`` when everything passes.
+    Returns the ``CheckReport`` when everything passes (always, with ``raise_on_failure=False``).
     """
     single = isinstance(out, torch.Tensor)
     outs, refs = ([out], [ref]) if single else (list(out), list(ref))
@@ -134,6 +156,9 @@ def check(out, ref, *, rtol=None, atol=None, in_dtype: torch.dtype | None = None
         raise ValueError(f"check: {len(outs)} outputs but {len(refs)} references")
     if (rtol is None) != (atol is None):
         raise ValueError("check: give both rtol and atol, or neither (then in_dtype and k derive them)")
+    if (in_dtype is None) != (k is None) and rtol is None:
+        raise ValueError("check: give in_dtype and k together (the GEMM-aware tolerance needs both), or neither "
+                         "for torch.testing.assert_close's defaults")
     n = len(outs)
     rtols, atols, ks = _per_group(rtol, n, "rtol"), _per_group(atol, n, "atol"), _per_group(k, n, "k")
     groups = []
@@ -146,7 +171,7 @@ def check(out, ref, *, rtol=None, atol=None, in_dtype: torch.dtype | None = None
         diff = calc_diff(o, r) if max_diff is not None else None
         groups.append(GroupCheck(g, ks[g], stats, diff, max_diff))
     report = CheckReport(name, groups)
-    if not report.passed:
+    if raise_on_failure and not report.passed:
         raise AssertionError(str(report))
     return report
 
@@ -161,6 +186,8 @@ def _group_tolerances(name, g, o, r, rt, at, in_dtype, k, acc_dtype, k_batch, sc
         if not (math.isfinite(rt) and math.isfinite(at)) or rt < 0 or at < 0:
             raise ValueError(f"check {name!r}: group {g}: tolerances must be finite and >= 0, got {rt}, {at}")
         return float(rt), float(at)
+    if in_dtype is None and k is None:
+        return default_tolerance(o.dtype, r.dtype)
     if in_dtype is None or k is None:
-        raise ValueError(f"check {name!r}: give rtol and atol, or in_dtype and k to derive them per group")
+        raise ValueError(f"check {name!r}: group {g}: k is missing for this group (give one K per group)")
     return group_tolerance(o, r, in_dtype, int(k), acc_dtype, k_batch, scaled)

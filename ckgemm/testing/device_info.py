@@ -54,11 +54,12 @@ def flush_bytes(device) -> int:
     return max(floor, 2 * (l2_cache_bytes(device) or 0))
 
 
-def _run(cmd: list[str]) -> str | None:
+def tool_output(cmd: list[str], timeout_s: float = _SMI_TIMEOUT_S) -> str | None:
+    """stdout of a command-line tool, or None when it is not installed, fails or times out."""
     if shutil.which(cmd[0]) is None:
         return None
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=_SMI_TIMEOUT_S, check=False)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout if done.returncode == 0 else None
@@ -119,11 +120,11 @@ def read_telemetry(device) -> dict | None:
         return None
     try:
         if torch.version.hip is None:
-            text = _run(["nvidia-smi", f"--query-gpu={','.join(_NV_FIELDS)}", "--format=csv,noheader,nounits",
+            text = tool_output(["nvidia-smi", f"--query-gpu={','.join(_NV_FIELDS)}", "--format=csv,noheader,nounits",
                          "-i", _nvidia_id(device)])
             return None if text is None else {**parse_nvidia_smi(text), "source": "nvidia-smi"}
         index = str(torch.device(device).index or 0)
-        text = _run(["amd-smi", "metric", "-g", index, "--json"])
+        text = tool_output(["amd-smi", "metric", "-g", index, "--json"])
         return None if text is None else {**parse_amd_smi(text), "source": "amd-smi"}
     except (ValueError, KeyError, IndexError, AttributeError, RuntimeError):
         return None

@@ -10,6 +10,15 @@ happen here, once, outside any timed call.
 - ``grouped`` (groups sharing N and K): ``torch._grouped_mm`` (fused on CUDA sm90/sm100 for bf16; a
   host-synchronising loop for fp16) or ``torch._scaled_grouped_mm`` with unit row-wise scales (fp8
   e4m3fn -> bf16 output: an approximate peer for an fp8 -> fp32 op).
+
+Scaled fp8 (``scaled_loop_peer``, ``grouped_peer(..., scales=)``): the same ops with the run's own scales
+(tensor recipe: one scale per operand; row recipe: per token x per channel), bf16 output: the exact peers
+of ckgemm's tensor and row recipes. Block scales have no torch peer here.
+
+aiter (``aiter_loop_peer``, ROCm, on request only: aiter JIT-compiles an op's module on its first call,
+which the probe makes, outside any timed window): a loop over groups of ``aiter.tuned_gemm.tgemm.mm``
+(fp16/bf16), ``aiter.gemm_a8w8_CK`` (row scales) or ``aiter.gemm_a8w8_blockscale`` (block scales), B as
+[N, K] (aiter's ``WQ``), bf16 output for the scaled ones.
 """
 from __future__ import annotations
 
@@ -50,28 +59,51 @@ def loop_peer(a_list, bk_list) -> Peer:
         for a, bk in pairs:
             if a.shape[0] <= 16:
                 a = torch.cat([a, a.new_zeros((17 - a.shape[0], a.shape[1]))])
-            mats.append((a, bk if bk.stride(0) == 1 else bk.t().contiguous().t()))
+            mats.append((a, _k_major(bk)))
         return _probe("_int_mm loop", lambda: [torch._int_mm(a, bk) for a, bk in mats])
     if dtype in FP8:
         if not hasattr(torch, "_scaled_mm"):
             return Peer("_scaled_mm loop", None, "torch._scaled_mm missing")
         one = torch.ones((), device=a_list[0].device)
-        mats = [(a, bk if bk.stride(0) == 1 else bk.t().contiguous().t()) for a, bk in pairs]
+        mats = [(a, _k_major(bk)) for a, bk in pairs]
         return _probe("_scaled_mm loop", lambda: [
             torch._scaled_mm(a, bk, scale_a=one, scale_b=one, out_dtype=torch.float32) for a, bk in mats])
     return _probe("matmul loop", lambda: [torch.matmul(a, bk) for a, bk in pairs])
 
 
-def grouped_peer(a: torch.Tensor, b_kn: torch.Tensor, sizes) -> Peer:
-    """Packed operands: ``a`` [sum M, K], ``b_kn`` [G, K, N] (a view is fine), ``sizes`` per group."""
+def _k_major(bk: torch.Tensor) -> torch.Tensor:
+    """op(B) as a [K, N] view of K-major (column-major) storage, the layout cuBLASLt's 8-bit kernels read."""
+    return bk if bk.stride(-2) == 1 else bk.transpose(-2, -1).contiguous().transpose(-2, -1)
+
+
+def scaled_loop_peer(a_list, bk_list, sa_list, sb_list, recipe: str, out_dtype=torch.bfloat16) -> Peer:
+    """fp8 with the run's scales: a loop of ``torch._scaled_mm`` (tensor: [] x []; row: [M, 1] x [1, N])."""
+    name = "_scaled_mm loop"
+    if recipe not in ("tensor", "row"):
+        return Peer(name, None, f"no torch op takes {recipe} scales")
+    if not hasattr(torch, "_scaled_mm"):
+        return Peer(name, None, "torch._scaled_mm missing")
+    mats = []
+    for a, bk, sa, sb in zip(a_list, bk_list, sa_list, sb_list):
+        if a.shape[0] and bk.shape[1]:
+            shaped = (sa.reshape(-1, 1), sb.reshape(1, -1)) if recipe == "row" else (sa, sb)
+            mats.append((a, _k_major(bk), *shaped))
+    return _probe(name, lambda: [torch._scaled_mm(a, bk, scale_a=sa, scale_b=sb, out_dtype=out_dtype)
+                                 for a, bk, sa, sb in mats])
+
+
+def grouped_peer(a: torch.Tensor, b_kn: torch.Tensor, sizes, scales=None) -> Peer:
+    """Packed operands: ``a`` [sum M, K], ``b_kn`` [G, K, N] (a view is fine), ``sizes`` per group;
+    ``scales``: the (scale_a [sum M], scale_b [G, N]) of a row-scaled fp8 run (default: unit scales)."""
     dtype = a.dtype
     offs = torch.tensor(list(sizes), dtype=torch.int32, device=a.device).cumsum(0, dtype=torch.int32)
     if dtype in FP8:
         if not hasattr(torch, "_scaled_grouped_mm"):
             return Peer("_scaled_grouped_mm", None, "missing in this torch")
-        b_col = b_kn.transpose(-2, -1).contiguous().transpose(-2, -1)  # column-major [G, K, N], as it requires
-        scale_a = torch.ones(a.shape[0], device=a.device, dtype=torch.float32)
-        scale_b = torch.ones(b_col.shape[0], b_col.shape[2], device=a.device, dtype=torch.float32)
+        b_col = _k_major(b_kn)  # column-major [G, K, N], as it requires
+        scale_a, scale_b = scales if scales is not None else (
+            torch.ones(a.shape[0], device=a.device, dtype=torch.float32),
+            torch.ones(b_col.shape[0], b_col.shape[2], device=a.device, dtype=torch.float32))
         return _probe("_scaled_grouped_mm", lambda: torch._scaled_grouped_mm(
             a, b_col, scale_a, scale_b, offs=offs, out_dtype=torch.bfloat16))
     if dtype not in (torch.bfloat16, torch.float16):
@@ -79,6 +111,37 @@ def grouped_peer(a: torch.Tensor, b_kn: torch.Tensor, sizes) -> Peer:
     if not hasattr(torch, "_grouped_mm"):
         return Peer("_grouped_mm", None, "missing in this torch")
     return _probe("_grouped_mm", lambda: torch._grouped_mm(a, b_kn, offs=offs), capturable=dtype == torch.bfloat16)
+
+
+def _aiter_call(aiter, recipe: str, dtype: torch.dtype):
+    """aiter's GEMM for (recipe, dtype) as fn(a, b_nk, sa, sb), or a string saying why there is none."""
+    if recipe == "none" and dtype in (torch.float16, torch.bfloat16):
+        from aiter.tuned_gemm import tgemm
+
+        return lambda a, b, sa, sb: tgemm.mm(a, b, None, otype=dtype)
+    if recipe == "row":
+        return lambda a, b, sa, sb: aiter.gemm_a8w8_CK(a, b, sa.reshape(-1, 1), sb.reshape(1, -1), None,
+                                                       torch.bfloat16)
+    if recipe == "block" and dtype in FP8:
+        return lambda a, b, sa, sb: aiter.gemm_a8w8_blockscale(a, b, sa, sb, torch.bfloat16)
+    return f"no aiter GEMM here for {str(dtype).replace('torch.', '')} with {recipe} scales"
+
+
+def aiter_loop_peer(a_list, bk_list, recipe: str = "none", sa_list=None, sb_list=None) -> Peer:
+    """A loop over groups of aiter's GEMM for this dtype and recipe (see the module doc)."""
+    name = "aiter loop"
+    try:
+        import aiter
+    except Exception as exc:  # noqa: BLE001 - not installed, or installed for another ROCm/torch
+        return Peer(name, None, f"aiter is not importable: {type(exc).__name__}: {exc}"[:100])
+    call = _aiter_call(aiter, recipe, a_list[0].dtype)
+    if isinstance(call, str):
+        return Peer(name, None, call)
+    sa_list = sa_list or [None] * len(a_list)
+    sb_list = sb_list or [None] * len(a_list)
+    mats = [(a, bk.t().contiguous(), sa, sb) for a, bk, sa, sb in zip(a_list, bk_list, sa_list, sb_list)
+            if a.shape[0] and bk.shape[1]]
+    return _probe(name, lambda: [call(*m) for m in mats])
 
 
 def peers(a_list, bk_list, packed=None) -> list[Peer]:

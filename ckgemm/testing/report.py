@@ -99,7 +99,7 @@ class Report:
         return "\n".join(lines) + "\n"
 
     def to_json(self) -> dict:
-        return {"schema": SCHEMA, "title": self.title, "meta": _jsonable(self.meta), "rows": _jsonable(self.rows)}
+        return {"schema": SCHEMA, "title": self.title, "meta": jsonable(self.meta), "rows": jsonable(self.rows)}
 
     def write_json(self, path) -> Path:
         path = Path(path)
@@ -136,14 +136,14 @@ def _cell(value) -> str:
     return str(value)
 
 
-def _jsonable(obj):
+def jsonable(obj):
     """Plain JSON values; non-finite floats become the strings 'nan', 'inf', '-inf' (strict JSON)."""
     if isinstance(obj, float) and not math.isfinite(obj):
         return str(obj)
     if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
+        return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
+        return [jsonable(v) for v in obj]
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
     return str(obj)

@@ -68,12 +68,14 @@ bool first_taker(const Kind& kind, const GroupDesc& g, int64_t m_hint, Rejects&&
 }  // namespace route_detail
 
 // The output type the kernels write for a requested one: the same, or fp32 (then staged and converted:
-// fp32 rounded once to fp16 is what an fp16 epilogue computes).
+// fp32 rounded once to fp16 is what an fp16 epilogue computes). Either layout counts: a copy of B
+// settles the layout.
 inline OutType kernel_out(const Kind& kind) {
-  if (kind.out == OutType::F16 && !kind_rejects(kind).empty()) {
-    const Kind f32{kind.dtype, OutType::F32, kind.layout, kind.scaling};
-    if (kind_rejects(f32).empty()) return OutType::F32;
-  }
+  const auto any_layout = [&](OutType out) {
+    return kind_rejects({kind.dtype, out, kind.layout, kind.scaling}).empty() ||
+           kind_rejects({kind.dtype, out, Layout::RC, kind.scaling}).empty();
+  };
+  if (kind.out == OutType::F16 && !any_layout(OutType::F16) && any_layout(OutType::F32)) return OutType::F32;
   return kind.out;
 }
 

@@ -62,13 +62,11 @@ const std::vector<InstanceInfo>& table() {
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-// CKGEMM_CONFIG=<display name>: that instance first wherever it fits (tuning runs); read once.
-const std::string& forced_config() {
-  static const std::string value = [] {
-    const char* e = std::getenv("CKGEMM_CONFIG");
-    return std::string(e != nullptr ? e : "");
-  }();
-  return value;
+// CKGEMM_CONFIG=<display name>: that instance first wherever it fits (tuning runs, sanitizer coverage).
+// Read on every call (a getenv costs well under a microsecond), so a process can switch between runs.
+bool forced(const InstanceInfo& info) {
+  const char* e = std::getenv("CKGEMM_CONFIG");
+  return e != nullptr && *e != '\0' && std::string(e) == info.name;
 }
 
 // The selection rule, from H200 measurements (docs/PERF.md): rank of an instance for a group of about
@@ -129,7 +127,7 @@ int preferred_instances(const Kind& kind, int64_t m_hint, int64_t n, int64_t, in
   for (int id = 0; id < kCount; ++id) {
     const InstanceInfo& info = instance_info(id);
     if (!(info.kind == kind)) continue;
-    const int rank = !forced_config().empty() && forced_config() == info.name ? -1 : rank_for(info, m_hint, n);
+    const int rank = forced(info) ? -1 : rank_for(info, m_hint, n);
     ranked.emplace_back(rank, id);
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](auto x, auto y) { return x.first < y.first; });

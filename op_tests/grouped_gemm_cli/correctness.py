@@ -1,5 +1,7 @@
-"""Run one (case, dtype, layout, form) through ckgemm into NaN-poisoned outputs and judge it against
-ckgemm.testing's reference with CK-tile's per-group tolerances (int8 exact)."""
+"""Run one (case, variant, layout, form) through ckgemm into NaN-poisoned outputs and judge it against
+ckgemm.testing's reference with CK-tile's per-group tolerances (int8 exact). Scaled variants (``--quant``)
+are judged against the reference with the same quantization, under the scaled tolerance and a calc_diff
+bound (``numeric.scaled_max_diff``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -7,8 +9,14 @@ from dataclasses import dataclass, field
 import torch
 
 import ckgemm
-from ckgemm.testing import check, data, gpu_verify, group_tolerance
+from ckgemm.testing import calc_diff, check, data, gpu_verify, group_tolerance
+from ckgemm.testing.numeric import scaled_max_diff
 from ckgemm.testing.reference import grouped_gemm_reference, grouped_gemm_reference_packed
+
+from . import quantized
+from .plan import Variant
+
+SCALED_OUTPUT = torch.bfloat16  # the scaled ops' default out_dtype
 
 
 @dataclass
@@ -22,12 +30,19 @@ class Prepared:
     out: object
     sizes: torch.Tensor | None = None
     backend: str | None = None
+    scale_a: object = None  # scaled variants: per-group lists (list form) or tensors (packed)
+    scale_b: object = None
+
+    @property
+    def scaled(self) -> bool:
+        return self.scale_a is not None
 
     def call(self):
         if self.form == "packed":
             return ckgemm.grouped_gemm_packed(self.a, self.b, self.sizes, layout=self.layout, out=self.out,
-                                              backend=self.backend)
-        return ckgemm.grouped_gemm_out(self.a, self.b, self.out, layout=self.layout, backend=self.backend)
+                                              backend=self.backend, scale_a=self.scale_a, scale_b=self.scale_b)
+        return ckgemm.grouped_gemm_out(self.a, self.b, self.out, layout=self.layout, backend=self.backend,
+                                       scale_a=self.scale_a, scale_b=self.scale_b)
 
 
 @dataclass
@@ -36,61 +51,93 @@ class Outcome:
     summary: dict = field(default_factory=dict)
     report: str = ""  # the full check report when it failed
     dispatch: str = ""
+    kernel: str = ""  # the kernel config(s) the groups ran, from last_dispatch().paths
 
 
-def prepare(case, dtype: torch.dtype, layout: str, form: str, seed: int, device, backend) -> Prepared:
-    out_dtype = ckgemm.rule_for(dtype).output
+def output_dtype(variant: Variant) -> torch.dtype:
+    return ckgemm.rule_for(variant.dtype).output if variant.quant == "none" else SCALED_OUTPUT
+
+
+def prepare(case, variant: Variant, layout: str, form: str, seed: int, device, backend) -> Prepared:
+    out_dtype = output_dtype(variant)
+    scaled = variant.quant != "none"
     if form == "packed":
-        a, b, sizes = data.packed_inputs(case, dtype, layout, seed, device)
+        if scaled:
+            a, b, sizes, sa, sb = quantized.packed_inputs(case, variant.dtype, variant.quant, layout, seed, device)
+        else:
+            (a, b, sizes), sa, sb = data.packed_inputs(case, variant.dtype, layout, seed, device), None, None
         out = data.poisoned((a.shape[0], case.ns[0]), out_dtype, device)
-        return Prepared(form, layout, a, b, out, sizes, backend)
-    a, b = data.group_inputs(case, dtype, layout, seed, device)
+        return Prepared(form, layout, a, b, out, sizes, backend, sa, sb)
+    if scaled:
+        a, b, sa, sb = quantized.group_inputs(case, variant.dtype, variant.quant, layout, seed, device)
+    else:
+        (a, b), sa, sb = data.group_inputs(case, variant.dtype, layout, seed, device), None, None
     outs = [data.poisoned((m, n), out_dtype, device) for m, n, _ in case.shapes]
-    return Prepared(form, layout, a, b, outs, None, backend)
+    return Prepared(form, layout, a, b, outs, None, backend, sa, sb)
 
 
 def _references(p: Prepared, case) -> tuple[list, list]:
-    """Per-group (outputs, references) on the run device."""
+    """Per-group (outputs, references) on the run device; scaled runs give the reference (codes, scale)."""
     if p.form == "packed":
-        ref = grouped_gemm_reference_packed(p.a, p.b, case.ms, layout=p.layout)
+        a, b = ((p.a, p.scale_a), (p.b, p.scale_b)) if p.scaled else (p.a, p.b)
+        ref = grouped_gemm_reference_packed(a, b, case.ms, layout=p.layout)
         return list(torch.split(p.out, case.ms)), list(torch.split(ref, case.ms))
-    return list(p.out), grouped_gemm_reference(p.a, p.b, layout=p.layout)
+    a, b = (list(zip(p.a, p.scale_a)), list(zip(p.b, p.scale_b))) if p.scaled else (p.a, p.b)
+    return list(p.out), grouped_gemm_reference(a, b, layout=p.layout)
 
 
-def judge(outs, refs, dtype: torch.dtype, ks, name: str) -> Outcome:
-    """On a GPU: gpu_verify per group (statistics only cross to the host); a failure, or any CPU run,
-    goes through ``check`` for the full per-group report."""
+def _gpu_passes(outs, refs, dtype, ks, scaled: bool, bound) -> tuple[bool, dict]:
+    """gpu_verify per group (statistics only cross to the host), plus the calc_diff bound when scaled."""
+    worst, paths, ok = 0.0, set(), True
+    for o, r, k in zip(outs, refs, ks):
+        rtol, atol = group_tolerance(o, r, dtype, k, scaled=scaled)
+        stats = gpu_verify(o, r, rtol, atol)
+        ok &= stats.passed and (bound is None or calc_diff(o, r) <= bound)
+        worst = max(worst, stats.max_abs_err)
+        paths.add(stats.path.split(" (")[0])
+    return ok, {"mismatches": 0, "max_abs_err": worst, "verify": "/".join(sorted(paths))}
+
+
+def judge(outs, refs, dtype: torch.dtype, ks, name: str, scaled: bool = False) -> Outcome:
+    """On a GPU: gpu_verify per group; a failure, or any CPU run, goes through ``check`` for the full
+    per-group report (first mismatches with indices)."""
+    bound = scaled_max_diff(outs[0].dtype) if scaled and outs else None
     on_gpu = bool(outs) and outs[0].device.type == "cuda"
     if on_gpu:
-        worst, paths, ok = 0.0, set(), True
-        for o, r, k in zip(outs, refs, ks):
-            rtol, atol = group_tolerance(o, r, dtype, k)
-            stats = gpu_verify(o, r, rtol, atol)
-            ok &= stats.passed
-            worst = max(worst, stats.max_abs_err)
-            paths.add(stats.path.split(" (")[0])
+        ok, summary = _gpu_passes(outs, refs, dtype, ks, scaled, bound)
         if ok:
-            return Outcome(True, {"mismatches": 0, "max_abs_err": worst, "verify": "/".join(sorted(paths))})
+            return Outcome(True, summary)
     try:
-        report = check(outs, refs, in_dtype=dtype, k=list(ks), name=name)
+        report = check(outs, refs, in_dtype=dtype, k=list(ks), name=name, scaled=scaled, max_diff=bound)
     except AssertionError as exc:
         return Outcome(False, {"mismatches": "see report"}, str(exc))
-    summary = {k: report.summary()[k] for k in ("mismatches", "max_abs_err")}
+    summary = {k: report.summary()[k] for k in ("mismatches", "max_abs_err") + (("calc_diff",) if scaled else ())}
     if on_gpu:  # gpu_verify failed but the CPU check passed: the two paths disagree, which is a bug too
         return Outcome(False, summary, "gpu_verify and check disagree:\n" + str(report))
     return Outcome(True, summary)
 
 
-def run_correctness(case, dtype, dtype_name: str, layout: str, form: str, seed: int, device, backend):
+def kernel_config(dispatch) -> str:
+    """The distinct paths of a dispatch record with their group counts, e.g.
+    'cutlass:coop_128x256x64_c1x2 x3, skip:empty x1'."""
+    if dispatch is None:
+        return "?"
+    counts: dict[str, int] = {}
+    for path in dispatch.paths:
+        counts[path] = counts.get(path, 0) + 1
+    return ", ".join(f"{p} x{c}" for p, c in counts.items()) or "no groups"
+
+
+def run_correctness(case, variant: Variant, layout: str, form: str, seed: int, device, backend):
     """Returns (Outcome, Prepared). An exception from the op is a failure, reported with its message."""
-    p = prepare(case, dtype, layout, form, seed, device, backend)
-    name = f"{dtype_name} {layout} {form} {case}"
+    p = prepare(case, variant, layout, form, seed, device, backend)
+    name = f"{variant.label} {layout} {form} {case}"
     try:
         p.call()
     except Exception as exc:  # noqa: BLE001 - any error of the op is a failed case, reported as such
         return Outcome(False, {"error": type(exc).__name__}, f"{name}: {type(exc).__name__}: {exc}"), p
-    dispatch = str(ckgemm.last_dispatch())
+    record = ckgemm.last_dispatch()
     outs, refs = _references(p, case)
-    outcome = judge(outs, refs, dtype, case.ks, name)
-    outcome.dispatch = dispatch
+    outcome = judge(outs, refs, variant.dtype, case.ks, name, scaled=p.scaled)
+    outcome.dispatch, outcome.kernel = str(record), kernel_config(record)
     return outcome, p

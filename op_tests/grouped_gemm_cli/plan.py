@@ -1,4 +1,5 @@
-"""What a run covers: device, dtypes, layouts and the shape cases (each with its form: list or packed)."""
+"""What a run covers: device, (dtype, scale recipe) variants, layouts and the shape cases (each with its
+form: list or packed)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,6 +12,8 @@ from ckgemm.testing import shapes
 from .args import MOE_DISTS
 
 SMOKE_SEED_OFFSET = 1000  # smoke shapes use their own seeds, so --seed changes data, not the smoke set
+TORCH_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "int8": torch.int8}
+RECIPE_DTYPES = {"tensor": ("fp8", "int8"), "row": ("fp8", "int8"), "block": ("fp8",)}  # README's recipe table
 
 
 @dataclass(frozen=True)
@@ -21,33 +24,65 @@ class Item:
 
 
 @dataclass(frozen=True)
+class Variant:
+    name: str  # dtype name shown: fp16, bf16, fp8, int8
+    dtype: torch.dtype
+    quant: str  # scale recipe: none, tensor, row, block
+
+    @property
+    def label(self) -> str:
+        return self.name if self.quant == "none" else f"{self.name}/{self.quant}"
+
+
+@dataclass(frozen=True)
 class Plan:
     device: torch.device
-    dtypes: tuple[tuple[str, torch.dtype], ...]  # (name shown, torch dtype)
+    variants: tuple[Variant, ...]
     layouts: tuple[str, ...]
     items: tuple[Item, ...]
+    skipped: tuple[str, ...] = ()  # (dtype, recipe) pairs asked for that have no meaning, with why
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(v.name for v in self.variants))
 
 
 def run_device() -> torch.device:
     return torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
 
 
-def dtypes_for(choice: str, device: torch.device) -> tuple[tuple[str, torch.dtype], ...]:
-    """CLI dtype names -> torch dtypes; "fp8" is the device's e4m3 flavour (absent where it has none)."""
-    names = ("fp16", "bf16", "fp8", "int8") if choice == "all" else (choice,)
-    table = {"fp16": torch.float16, "bf16": torch.bfloat16, "int8": torch.int8}
+def dtypes_for(names, device: torch.device, explicit: bool) -> tuple[tuple[str, torch.dtype], ...]:
+    """CLI dtype names -> torch dtypes; "fp8" is the device's e4m3 flavour (absent where it has none:
+    an error when asked for by name, a note when it came from "all")."""
     out = []
     for name in names:
-        if name == "fp8":
-            try:
-                out.append((name, ckgemm.fp8_dtype_for(device)))
-            except ValueError as exc:
-                if choice == "fp8":
-                    raise SystemExit(f"--dtype fp8: {exc}") from None
-                print(f"note: skipping fp8: {exc}")
-        else:
-            out.append((name, table[name]))
+        if name != "fp8":
+            out.append((name, TORCH_DTYPES[name]))
+            continue
+        try:
+            out.append((name, ckgemm.fp8_dtype_for(device)))
+        except ValueError as exc:
+            if explicit:
+                raise SystemExit(f"--dtype fp8: {exc}") from None
+            print(f"note: skipping fp8: {exc}")
     return tuple(out)
+
+
+def variants_for(dtypes, recipes) -> tuple[tuple[Variant, ...], tuple[str, ...]]:
+    """Every meaningful (dtype, recipe) pair, and one note per dtype for the recipes asked for that it lacks."""
+    variants, missing = [], {}
+    for recipe in recipes:
+        for name, dtype in dtypes:
+            if recipe == "none" or name in RECIPE_DTYPES[recipe]:
+                variants.append(Variant(name, dtype, recipe))
+            else:
+                missing.setdefault(name, []).append(recipe)
+    skipped = []
+    for name, lacking in missing.items():
+        why = ("fp16/bf16 take no scales (the recipes are for fp8 and int8)" if name in ("fp16", "bf16") else
+               f"no {'/'.join(lacking)} recipe for {name} (block scales are for fp8 only)")
+        skipped.append(f"{name} --quant {' '.join(lacking)}: {why}")
+    return tuple(variants), tuple(skipped)
 
 
 def smoke_items() -> list[Item]:
@@ -64,6 +99,8 @@ def smoke_items() -> list[Item]:
 
 
 def user_items(args) -> list[Item]:
+    """The cases the shape options ask for; with none of --variable/--heterogeneous/--moe, the uniform
+    case (unless ``smoke`` runs: then only the asked-for ones are added to it)."""
     g, m, n, k, seed = args.groups, args.m, args.n, args.k, args.seed
     items = []
     if args.variable:
@@ -73,15 +110,29 @@ def user_items(args) -> list[Item]:
                                                k_range=(max(k // 2, 1), max(k, 1))), "list", True))
     if args.moe:
         dists = MOE_DISTS if args.moe_dist == "all" else (args.moe_dist,)
-        items += [Item(shapes.moe_split(g * m, g, n, k, seed=seed + i, dist=d), "packed", True)
-                  for i, d in enumerate(dists)]
-    if not items:
+        moe = [shapes.moe_split(g * m, g, n, k, seed=seed + i, dist=d) for i, d in enumerate(dists)]
+        items += [Item(c, "packed", True) for c in moe]
+        if any(r != "none" for r in args.quant):  # scaled MoE: the list form of the same splits too
+            items += [Item(c, "list", True) for c in moe]
+    if not items and not args.smoke:
         items.append(Item(shapes.uniform(g, m, n, k), "list", True))
+    if args.layout_variants:  # the layout-variant tests: every shared-N/K case in both forms
+        forms = {(it.case, it.form) for it in items}
+        items += [Item(it.case, other, it.perf) for it in list(items) for other in ("list", "packed")
+                  if it.case.packable and (it.case, other) not in forms]
     return items
 
 
 def make_plan(args) -> Plan:
     device = run_device()
     layouts = ("RC", "RR") if args.layout == "all" else (args.layout,)
-    items = smoke_items() if args.smoke else user_items(args)
-    return Plan(device, dtypes_for(args.dtype, device), layouts, tuple(items))
+    items = (smoke_items() if args.smoke else []) + user_items(args)
+    explicit = args.dtype != "all"
+    variants, skipped = variants_for(dtypes_for(args.dtypes, device, explicit), args.quant)
+    return Plan(device, variants, layouts, tuple(items), skipped)
+
+
+def cells(plan: Plan) -> list[tuple[Variant, str, Item]]:
+    """Every (variant, layout, item) of a plan, in the order test_grouped_gemm.py runs them; a sharded run
+    (test_grouped_gemm_sharded.py) takes every world-th one."""
+    return [(variant, layout, item) for variant in plan.variants for layout in plan.layouts for item in plan.items]

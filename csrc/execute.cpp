@@ -6,16 +6,14 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
-#include <cuda_runtime_api.h>
 
 #include <mutex>
 #include <string>
 
 #include "common/descriptor.h"
-#include "common/packed_args.cuh"
-#include "common/repack.cuh"
 #include "common/route.h"
 #include "execute.h"
+#include "launch.h"
 #include "list_work.h"
 #include "torch_meta.h"
 
@@ -78,8 +76,7 @@ void run_packed_on_device(const at::Tensor& a, const at::Tensor& b, const at::Te
                groups <= 1 ? 0 : b.stride(0), nullptr, 0, nullptr, 0, /*sizes_ok=*/nullptr};
   const bool work_left = rows > 0 && n > 0 && k > 0;
   if (!work_left) {  // nothing for a kernel: still check the sizes on the device (a bad size traps)
-    build_packed_groups<<<1, kPackedBuilderThreads, 0, work.stream>>>(p, 1, 1, NullSink{});
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    work.check(launch_size_check(p, work.stream), "group size check");
     if (rows > 0 && n > 0) work.zero_fill(out, rows, n);
     routes->assign(groups, route_code(rows > 0 && n > 0 ? kRouteZeroK : kRouteEmpty));
     return;
@@ -126,16 +123,19 @@ void run_packed_on_device(const at::Tensor& a, const at::Tensor& b, const at::Te
 void packed_impl(int op, const at::Tensor& a, const at::Tensor& b, const at::Tensor& sizes, at::Tensor* out,
                  bool allocate, const std::optional<at::Tensor>& scale_a, const std::optional<at::Tensor>& scale_b,
                  int64_t layout, std::optional<at::ScalarType> out_dtype, bool meta) {
-  const TensorMeta ma = meta_of(a), mb = meta_of(b), ms = meta_of(sizes);
-  const TensorMeta mo = allocate ? TensorMeta{} : meta_of(*out);
-  const TensorMeta msa = scale_a ? meta_of(*scale_a) : TensorMeta{}, msb = scale_b ? meta_of(*scale_b) : TensorMeta{};
+  const bool addr = !meta;
+  const TensorMeta ma = meta_of(a, addr), mb = meta_of(b, addr), ms = meta_of(sizes, addr);
+  const TensorMeta mo = allocate ? TensorMeta{} : meta_of(*out, addr);
+  const TensorMeta msa = scale_a ? meta_of(*scale_a, addr) : TensorMeta{};
+  const TensorMeta msb = scale_b ? meta_of(*scale_b, addr) : TensorMeta{};
   std::vector<int64_t> host;
-  if (sizes.is_cpu() && (sizes.scalar_type() == at::kInt || sizes.scalar_type() == at::kLong) && sizes.dim() == 1)
+  const bool host_sizes = !meta && sizes.is_cpu();
+  if (host_sizes && (sizes.scalar_type() == at::kInt || sizes.scalar_type() == at::kLong) && sizes.dim() == 1)
     host = host_sizes_of(sizes);
   CallFacts facts;
   const Verdict v = validate_packed(ma, mb, ms, allocate ? nullptr : &mo, scale_a ? &msa : nullptr,
                                     scale_b ? &msb : nullptr, static_cast<int>(layout), out_code(out_dtype),
-                                    grad_enabled(), family_of(a), sizes.is_cpu() ? host.data() : nullptr, &facts);
+                                    grad_enabled(), family_of(a), host_sizes ? host.data() : nullptr, &facts);
   if (!v.ok()) reject(v);
   if (allocate) *out = at::empty({a.size(0), facts.n[0]}, a.options().dtype(scalar_type(facts.out)));
   if (meta) return;
@@ -172,8 +172,9 @@ void packed_impl(int op, const at::Tensor& a, const at::Tensor& b, const at::Ten
 void list_impl(int op, at::TensorList a, at::TensorList b, std::vector<at::Tensor>& c, bool allocate,
                at::TensorList scale_a, at::TensorList scale_b, int64_t scales_given, int64_t layout,
                std::optional<at::ScalarType> out_dtype, bool meta) {
-  const std::vector<TensorMeta> ma = metas_of(a), mb = metas_of(b), mc = metas_of(c), msa = metas_of(scale_a),
-                                msb = metas_of(scale_b);
+  const bool addr = !meta;
+  const std::vector<TensorMeta> ma = metas_of(a, addr), mb = metas_of(b, addr), mc = metas_of(c, addr),
+                                msa = metas_of(scale_a, addr), msb = metas_of(scale_b, addr);
   CallFacts facts;
   const Verdict v = validate_list(ma.data(), static_cast<int>(ma.size()), mb.data(), static_cast<int>(mb.size()),
                                   mc.data(), allocate ? -1 : static_cast<int>(mc.size()), msa.data(),

@@ -1,0 +1,129 @@
+#!/usr/bin/env python
+"""The eager call's cost beyond its kernels, against torch's peers in the same process: end to end
+(device idle at the start event), CUDA-graph replay (kernels only), their difference, the profiler's
+breakdown (kernel time and host gap per call), and the seed-style back-to-back loop timed on the host
+(the op_tests default case, as aiter's script times it).
+
+    python benchmarks/bench_host.py --json host.json --markdown host.md
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import torch
+from tabulate import tabulate
+
+import ckgemm
+from ckgemm.testing import Report, bench, device_info
+from ckgemm.testing.data import random_tensor
+from ckgemm.testing.kineto import breakdown
+
+CASES = {  # name: per-group (M, N, K)
+    "seed-default 3x1024^3": [(1024, 1024, 1024)] * 3,
+    "tiny-M x6": [(m, 4096, 2048) for m in (1, 17, 33, 63, 65, 100)],
+    "8 groups 256x1024x1024": [(256, 1024, 1024)] * 8,
+    "32 groups 64x512x512": [(64, 512, 512)] * 32,
+}
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": None, "int8": torch.int8}
+
+
+def peers_for(a, b, dtype):
+    """A matmul (or _scaled_mm / _int_mm) loop, and torch._grouped_mm for bf16 (same shapes only)."""
+    bt = [x.t() for x in b]
+    out = {}
+    if dtype.itemsize == 2:
+        out["matmul loop"] = lambda: [torch.matmul(x, y) for x, y in zip(a, bt)]
+    elif dtype == torch.int8:
+        out["_int_mm loop"] = lambda: [torch._int_mm(x, y) for x, y in zip(a, bt) if x.shape[0] > 16]
+    else:
+        one = torch.ones((), device=a[0].device)
+        out["_scaled_mm loop"] = lambda: [torch._scaled_mm(x, y, scale_a=one, scale_b=one, out_dtype=torch.float32)
+                                          for x, y in zip(a, bt)]
+    same = len({tuple(x.shape[1:]) for x in a}) == 1 and len({tuple(y.shape) for y in b}) == 1
+    if dtype == torch.bfloat16 and same and hasattr(torch, "_grouped_mm"):
+        pa, pb = torch.cat(a), torch.stack(b).transpose(-2, -1)
+        offs = torch.tensor([x.shape[0] for x in a], device=pa.device).cumsum(0, dtype=torch.int32)
+        out["_grouped_mm"] = lambda: torch._grouped_mm(pa, pb, offs=offs)
+    return out
+
+
+def host_loop_us(fn, calls: int) -> float:
+    """aiter-style: back-to-back calls timed on the host, one synchronisation at the end."""
+    fn()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def run(name, shapes, dtype_name, dtype, args, device, report):
+    gen = torch.Generator(device=device).manual_seed(args.seed)
+    a = [random_tensor((m, k), dtype, gen, device) for m, n, k in shapes]
+    b = [random_tensor((n, k), dtype, gen, device) for m, n, k in shapes]
+    c = [torch.empty((m, n), dtype=ckgemm.rule_for(dtype).output, device=device) for m, n, _ in shapes]
+    sizes = torch.tensor([m for m, _, _ in shapes], dtype=torch.int32, device=device)
+    forms = {"ckgemm list (out)": lambda: ckgemm.grouped_gemm_out(a, b, c),
+             "ckgemm list (alloc)": lambda: ckgemm.grouped_gemm(a, b)}
+    if len({(n, k) for _, n, k in shapes}) == 1:
+        pa, pb = torch.cat(a), torch.stack(b)
+        pout = torch.empty((pa.shape[0], shapes[0][1]), dtype=c[0].dtype, device=device)
+        forms["ckgemm packed"] = lambda: ckgemm.grouped_gemm_packed(pa, pb, sizes, out=pout)
+    rows = []
+    timed = dict(warmup=args.warmup, iters=args.iters, device=device, telemetry=False)
+    for label, fn in {**forms, **peers_for(a, b, dtype)}.items():
+        e2e = bench(fn, sync=True, **timed).median_ms * 1e3
+        try:
+            graph = bench(fn, graph=True, **timed).median_ms * 1e3
+        except Exception:  # noqa: BLE001 - a peer that synchronises with the host cannot be captured
+            graph = None
+        split = breakdown(fn, iters=args.iters, device=device)
+        row = {"case": name, "dtype": dtype_name, "form": label, "e2e us": e2e, "graph us": graph,
+               "e2e - graph us": None if graph is None else e2e - graph, "host loop us": host_loop_us(fn, args.iters),
+               "kernels/call": split.launches, "kernel us": split.kernel_us, "host gap us": split.host_gap_us}
+        if label.startswith("ckgemm"):
+            row["config"] = str(ckgemm.last_dispatch()).split(": ", 1)[-1]
+        rows.append(row)
+        report.add(op=label, backend="ckgemm" if label.startswith("ckgemm") else "torch", dtype=dtype_name,
+                   shape=name, config=row.get("config", ""), time={"median_ms": e2e / 1e3},
+                   graph_ms=None if graph is None else graph / 1e3, host_loop_us=row["host loop us"],
+                   kernels=split.kernels, host_gap_us=split.host_gap_us)
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dtype", default="bf16,fp16,fp8,int8")
+    parser.add_argument("--cases", default="")
+    parser.add_argument("--iters", type=int, default=50)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json")
+    parser.add_argument("--markdown")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("benchmarks need a GPU; nothing to do")
+        return 2
+    device = torch.device("cuda")
+    report = Report("ckgemm host overhead vs peers", meta={**device_info.environment(device), "seed": args.seed})
+    rows = []
+    for name, shapes in CASES.items():
+        if args.cases and not any(s in name for s in args.cases.split(",")):
+            continue
+        for dtype_name in args.dtype.split(","):
+            dtype = DTYPES[dtype_name] or ckgemm.fp8_dtype_for(device)
+            rows += run(name, shapes, dtype_name, dtype, args, device, report)
+            print(tabulate(rows[-3:], headers="keys", floatfmt=".1f"), flush=True)
+    print(tabulate(rows, headers="keys", floatfmt=".1f"))
+    if args.json:
+        report.write_json(args.json)
+    if args.markdown:
+        report.write_markdown(args.markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

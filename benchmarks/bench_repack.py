@@ -1,0 +1,102 @@
+#!/usr/bin/env python
+"""8-bit RR and the repack kernel: the tiled transpose's bandwidth against the measured copy bandwidth,
+and RR calls per call (B transposed by the repack kernel), prepacked (ckgemm.prepack, read as stored) and
+RC (the native layout) on the same data, in one process. Graph replay and end to end.
+
+    python benchmarks/bench_repack.py --json repack.json --markdown repack.md
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import torch
+from tabulate import tabulate
+
+import ckgemm
+from ckgemm.testing import Report, bench, device_info, measure_ceilings
+from ckgemm.testing.data import random_tensor
+from ckgemm.testing import shapes
+
+CASES = {"DeepSeek-V3 decode": (32, 512, 4096, 7168), "DeepSeek-V3 prefill": (32, 32768, 4096, 7168)}
+
+
+def transpose_bandwidth(device, args, ceilings) -> dict:
+    b = torch.randint(-128, 128, (32, 7168, 4096), dtype=torch.int8, device=device)  # 0.94 GB
+    fn = lambda: torch.ops.ckgemm.transpose_b(b)  # noqa: E731
+    assert torch.equal(fn()[3, :64, :64], b[3, :64, :64].t())
+    ms = bench(fn, warmup=args.warmup, iters=args.iters, device=device).median_ms
+    moved = 2 * b.numel()  # read once, written once
+    gbs = moved / (ms / 1e3) / 1e9
+    return {"what": "transpose_b [32, 7168, 4096] int8", "ms": ms, "GB/s": gbs,
+            "% of copy": 100 * gbs / (ceilings.hbm_tbs * 1e3)}
+
+
+def rr_case(name, dtype, device, args, report) -> list[dict]:
+    experts, tokens, n, k = CASES[name]
+    case = shapes.moe_split(tokens, experts, n, k, args.seed, dist="multinomial")
+    gen = torch.Generator(device=device).manual_seed(args.seed)
+    a = random_tensor((tokens, k), dtype, gen, device)
+    b_kn = random_tensor((experts, k, n), dtype, gen, device)  # RR storage
+    gs = torch.tensor(case.ms, dtype=torch.int32, device=device)
+    weights = ckgemm.prepack(b_kn, layout="RR")
+    b_nk = b_kn.transpose(-1, -2).contiguous()  # the same weights stored RC
+    forms = {"RR per call": lambda: ckgemm.grouped_gemm_packed(a, b_kn, gs, layout="RR"),
+             "RR prepacked": lambda: ckgemm.grouped_gemm_packed(a, weights, gs),
+             "RC": lambda: ckgemm.grouped_gemm_packed(a, b_nk, gs)}
+    results = {label: fn() for label, fn in forms.items()}
+    first = results["RC"]
+    for label, y in results.items():  # the same kernel on the same RC bytes: bit-identical whatever the layout
+        assert torch.equal(y.view(torch.uint8), first.view(torch.uint8)), label
+    rows = []
+    timed = dict(warmup=args.warmup, iters=args.iters, device=device)
+    for label, fn in forms.items():
+        fn()
+        path = str(ckgemm.last_dispatch()).split(": ", 1)[-1]
+        e2e = bench(fn, sync=True, **timed).median_ms
+        graph = bench(fn, graph=True, **timed).median_ms
+        rows.append({"case": name, "dtype": str(dtype).replace("torch.", ""), "form": label, "e2e ms": e2e,
+                     "graph ms": graph, "config": path})
+        report.add(op=label, backend="ckgemm", dtype=rows[-1]["dtype"], layout="RR" if "RR" in label else "RC",
+                   shape=name, config=path, time={"median_ms": graph}, e2e_ms=e2e, flops=case.flops)
+    rc = rows[-1]["graph ms"]
+    for row in rows:
+        row["vs RC (graph)"] = row["graph ms"] / rc
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json")
+    parser.add_argument("--markdown")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("benchmarks need a GPU; nothing to do")
+        return 2
+    device = torch.device("cuda")
+    ceilings = measure_ceilings(device)
+    report = Report("ckgemm 8-bit RR and repack", meta={**device_info.environment(device),
+                                                         "ceilings": ceilings.to_dict()})
+    bw = transpose_bandwidth(device, args, ceilings)
+    print(tabulate([bw], headers="keys", floatfmt=".4g"), flush=True)
+    report.add(op="transpose_b", backend="ckgemm", dtype="int8", shape=bw["what"], time={"median_ms": bw["ms"]},
+               gbps_measured=bw["GB/s"], pct_copy=bw["% of copy"])
+    rows = []
+    for name in CASES:
+        for dtype in (ckgemm.fp8_dtype_for(device), torch.int8):
+            rows += rr_case(name, dtype, device, args, report)
+            print(tabulate(rows[-3:], headers="keys", floatfmt=".4g"), flush=True)
+            torch.cuda.empty_cache()
+    print(tabulate(rows, headers="keys", floatfmt=".4g"))
+    if args.json:
+        report.write_json(args.json)
+    if args.markdown:
+        report.write_markdown(args.markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

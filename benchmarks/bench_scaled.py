@@ -1,0 +1,202 @@
+#!/usr/bin/env python
+"""Scaled fp8 (and int8) grouped GEMM against its peers, in one process: block scales (1x128 tokens,
+128x128 weights) against DeepGEMM's m_grouped_fp8_gemm_nt_contiguous (sgl-deep-gemm, timed on its own
+128-row-aligned layout, FLOPs counted over real rows only), row scales against torch._scaled_grouped_mm,
+tensor scales alone. Every output is checked against the harness reference with the same quantization
+before it is timed. End to end (device idle at the start) and CUDA-graph replay.
+
+    python benchmarks/bench_scaled.py --json scaled.json --markdown scaled.md
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import torch
+from tabulate import tabulate
+
+import ckgemm
+from ckgemm.testing import Report, bench, calc_diff, device_info, gpu_verify, grouped_gemm_reference_packed
+from ckgemm.testing import measure_ceilings, quant, shapes
+from ckgemm.testing.numeric import scaled_max_diff, scaled_tolerance
+
+CASES = {  # name: (experts, tokens, N, K, decode)
+    "DeepSeek-V3 prefill": (32, 32768, 4096, 7168, False),
+    "DeepSeek-V3 down": (32, 32768, 7168, 2048, False),
+    "Mixtral prefill": (8, 16384, 14336, 4096, False),
+    "128 experts": (128, 32768, 1536, 2048, False),
+    "DeepSeek-V3 decode": (32, 512, 4096, 7168, True),
+}
+CASTS = {  # recipe: (cast of the tokens, cast of the weights)
+    "block": (quant.per_token_cast_to_fp8, quant.per_block_cast_to_fp8),
+    "row": (quant.per_row_cast_to_fp8, quant.per_row_cast_to_fp8),
+    "tensor": (quant.per_tensor_cast_to_fp8, quant.per_tensor_cast_to_fp8),
+}
+
+
+def verify(out, ref, dtype, k, name):
+    """On the device (a prefill output has 10^8 elements): the scaled tolerance from the whole output's
+    max|ref| (a per-group bound at least as loose for every group), and the calc_diff bound."""
+    rtol, atol = scaled_tolerance(dtype, torch.bfloat16, k, float(ref.abs().max()))
+    stats = gpu_verify(out.float(), ref, rtol, atol)
+    diff = calc_diff(out.float(), ref)
+    if not stats.passed or not diff <= scaled_max_diff(torch.bfloat16):
+        raise AssertionError(f"{name}: {stats}; calc_diff {diff:.3g} (bound {scaled_max_diff(torch.bfloat16):.3g})")
+
+
+def deepgemm_peer(a, sa, b, sb, sizes, out_dtype):
+    """DeepGEMM's contiguous grouped layout: each expert's rows padded to the alignment it asks for, a
+    per-row expert index (-1 on padding rows). Built once here, outside the timed call."""
+    try:
+        import deep_gemm
+    except Exception as exc:  # noqa: BLE001 - not installed or does not load: no peer
+        return None, f"deep_gemm unavailable: {str(exc).splitlines()[0][:80]}"
+    align = deep_gemm.get_mk_alignment_for_contiguous_layout()
+    padded = [-(-m // align) * align for m in sizes]
+    rows = sum(padded)
+    ap = torch.zeros((rows, a.shape[1]), dtype=a.dtype, device=a.device)
+    sap = torch.ones((rows, sa.shape[1]), dtype=sa.dtype, device=a.device)
+    index = torch.full((rows,), -1, dtype=torch.int32, device=a.device)
+    src = dst = 0
+    for g, (m, p) in enumerate(zip(sizes, padded)):
+        ap[dst:dst + m], sap[dst:dst + m], index[dst:dst + m] = a[src:src + m], sa[src:src + m], g
+        src, dst = src + m, dst + p
+    d = torch.empty((rows, b.shape[1]), dtype=out_dtype, device=a.device)
+
+    def call():
+        deep_gemm.m_grouped_fp8_gemm_nt_contiguous((ap, sap), (b, sb), d, index)
+
+    try:
+        call()
+        torch.cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001 - a refusal means no peer for this case
+        return None, f"deep_gemm refused: {str(exc).splitlines()[0][:80]}"
+    keep = torch.cat([torch.arange(o, o + m, device=a.device) for o, m in zip(
+        torch.tensor([0] + padded[:-1]).cumsum(0).tolist(), sizes) if m]) if rows else None
+
+    def result():
+        return d[keep]
+
+    return (call, result), ""
+
+
+def scaled_grouped_mm_peer(a, sa, b, sb, sizes):
+    if not hasattr(torch, "_scaled_grouped_mm"):
+        return None, "torch._scaled_grouped_mm missing"
+    offs = torch.tensor(sizes, dtype=torch.int32, device=a.device).cumsum(0, dtype=torch.int32)
+    b_col = b.transpose(-2, -1)  # [G, K, N] column-major, as it requires
+    out = {}
+
+    def call():
+        out["y"] = torch._scaled_grouped_mm(a, b_col, sa, sb, offs=offs, out_dtype=torch.bfloat16)
+
+    try:
+        call()
+        torch.cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001
+        return None, f"_scaled_grouped_mm refused: {str(exc).splitlines()[0][:80]}"
+    return (call, lambda: out["y"]), ""
+
+
+def run(name, recipe, dtype, args, device, report, ceilings):
+    experts, tokens, n, k, decode = CASES[name]
+    case = shapes.moe_split(tokens, experts, n, k, args.seed, dist="multinomial")
+    sizes = list(case.ms)
+    gen = torch.Generator(device=device).manual_seed(args.seed)
+    x = torch.randn((tokens, k), generator=gen, device=device)
+    w = torch.randn((experts, n, k), generator=gen, device=device) * 0.05
+    if dtype == torch.int8:
+        a, sa = quant.cast_to_int8(x, "tensor" if recipe == "tensor" else "row")
+        b, sb = quant.cast_to_int8(w, "tensor" if recipe == "tensor" else "row")
+    else:
+        a, sa = CASTS[recipe][0](x, dtype=dtype)
+        b, sb = CASTS[recipe][1](w, dtype=dtype)
+    del x, w
+    gs = torch.tensor(sizes, dtype=torch.int32, device=device)
+    out = torch.full((tokens, n), float("nan"), dtype=torch.bfloat16, device=device)
+    call = lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out, scale_a=sa, scale_b=sb)  # noqa: E731
+    call()
+    ref = grouped_gemm_reference_packed((a, sa), (b, sb), sizes)
+    verify(out, ref, dtype, k, f"{name} {recipe}")
+    config = str(ckgemm.last_dispatch()).split(": ", 1)[-1]
+    timed = dict(warmup=args.warmup, iters=args.iters, device=device)
+    e2e = bench(call, sync=True, **timed).median_ms
+    graph = bench(call, graph=True, **timed).median_ms
+    peers, notes = {}, []
+    peer_fns = []
+    if recipe == "block" and dtype != torch.int8:
+        found, why = deepgemm_peer(a, sa, b, sb, sizes, torch.bfloat16)
+        peer_fns.append(("DeepGEMM", found, why))
+    if recipe == "row" and dtype != torch.int8:
+        found, why = scaled_grouped_mm_peer(a, sa, b, sb, sizes)
+        peer_fns.append(("_scaled_grouped_mm", found, why))
+    for peer_name, found, why in peer_fns:
+        if found is None:
+            notes.append(why)
+            continue
+        fn, result = found
+        verify(result(), ref, dtype, k, f"{peer_name} {name}")  # the peer computes the same function
+        try:
+            graph_ms = bench(fn, graph=True, **timed).median_ms
+        except Exception as exc:  # noqa: BLE001 - a peer that cannot be captured is timed eagerly only
+            notes.append(f"{peer_name} graph: {str(exc).splitlines()[0][:60]}")
+            graph_ms = float("nan")
+        peers[peer_name] = (bench(fn, sync=True, **timed).median_ms, graph_ms)
+    flops = case.flops
+    weight_bytes = b.numel() * b.element_size()
+    row = {"case": name, "recipe": recipe, "dtype": str(dtype).replace("torch.", ""), "config": config,
+           "e2e ms": e2e, "graph ms": graph, "TFLOP/s (graph)": flops / graph / 1e9}
+    if decode:
+        row["weight BW % copy"] = 100 * weight_bytes / (graph / 1e3) / (ceilings.hbm_tbs * 1e12)
+    for peer_name, (pe, pg) in peers.items():
+        row[f"{peer_name} graph ms"] = pg
+        row[f"vs {peer_name} (graph)"] = pg / graph
+        row[f"vs {peer_name} (e2e)"] = pe / e2e
+    row["notes"] = "; ".join(notes)
+    report.add(op="grouped_gemm_packed", backend=ckgemm.last_dispatch().backend, dtype=row["dtype"], layout="RC",
+               shape=name, config=config, recipe=recipe, flops=flops, time={"median_ms": graph}, e2e_ms=e2e,
+               peers={k: {"e2e_ms": v[0], "graph_ms": v[1]} for k, v in peers.items()})
+    return row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--recipes", default="block,row,tensor")
+    parser.add_argument("--cases", default="", help="comma-separated substrings of case names (default: all)")
+    parser.add_argument("--int8", action="store_true", help="also int8 with row and tensor scales")
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json")
+    parser.add_argument("--markdown")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("benchmarks need a GPU; nothing to do")
+        return 2
+    device = torch.device("cuda")
+    ceilings = measure_ceilings(device)
+    report = Report("ckgemm scaled fp8 vs peers", meta={**device_info.environment(device),
+                                                         "ceilings": ceilings.to_dict(), "seed": args.seed})
+    rows = []
+    fp8 = ckgemm.fp8_dtype_for(device)
+    for name in CASES:
+        if args.cases and not any(s in name for s in args.cases.split(",")):
+            continue
+        for recipe in args.recipes.split(","):
+            for dtype in [fp8] + ([torch.int8] if args.int8 and recipe != "block" else []):
+                try:
+                    rows.append(run(name, recipe, dtype, args, device, report, ceilings))
+                except Exception as exc:  # noqa: BLE001 - report and go on: one failure must not hide the rest
+                    rows.append({"case": name, "recipe": recipe, "dtype": str(dtype), "notes": f"FAILED: {exc}"[:300]})
+                print(tabulate([rows[-1]], headers="keys", floatfmt=".4g"), flush=True)
+                torch.cuda.empty_cache()
+    print(tabulate(rows, headers="keys", floatfmt=".4g"))
+    if args.json:
+        report.write_json(args.json)
+    if args.markdown:
+        report.write_markdown(args.markdown)
+    return 1 if any("FAILED" in r.get("notes", "") for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+#!/usr/bin/env python
+"""Per-shape tiles for 16-bit inputs: every compute-bound CUTLASS instance of the kind (forced with
+CKGEMM_CONFIG) on the prefill-sized cases, twice in A B B A order so the run-to-run spread shows, beside
+the torch peers (a torch.matmul loop; torch._grouped_mm for bf16), all under CUDA-graph replay. Its table
+is what csrc/cuda/rules.cpp's selection rule is derived from (docs/PERF.md).
+
+    python benchmarks/bench_tiles.py --json tiles.json --markdown tiles.md
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import torch
+from tabulate import tabulate
+
+import ckgemm
+from ckgemm.backends.native import _C
+from ckgemm.testing import Report, bench, device_info, shapes
+from ckgemm.testing.data import random_tensor
+
+CASES = {  # name: (experts, tokens, N, K)
+    "uniform 8x4096^3": (8, 8 * 4096, 4096, 4096),
+    "DeepSeek-V3 prefill": (32, 32768, 4096, 7168),
+    "DeepSeek-V3 down": (32, 32768, 7168, 2048),
+    "Mixtral prefill": (8, 16384, 14336, 4096),
+    "128 experts": (128, 32768, 1536, 2048),
+    "gpt-oss": (32, 16384, 5760, 2880),
+}
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def candidates(dtype):
+    code = {torch.float16: 0, torch.bfloat16: 1}[dtype]
+    return [i for i in _C.instances() if i["dtype"] == code and i["layout"] == 0 and i["scaling"] == 0
+            and i["tile"][0] >= 128]
+
+
+def run(name, dtype_name, args, device, report):
+    experts, tokens, n, k = CASES[name]
+    dtype = DTYPES[dtype_name]
+    case = (shapes.uniform(experts, tokens // experts, n, k) if name.startswith("uniform") else
+            shapes.moe_split(tokens, experts, n, k, args.seed, dist="multinomial"))
+    gen = torch.Generator(device=device).manual_seed(args.seed)
+    a = random_tensor((tokens, k), dtype, gen, device)
+    b = random_tensor((experts, n, k), dtype, gen, device)
+    gs = torch.tensor(case.ms, dtype=torch.int32, device=device)
+    out = torch.empty((tokens, n), dtype=dtype, device=device)
+    timed = dict(warmup=2, iters=args.iters, device=device, graph=True, telemetry=False)
+    os.environ.pop("CKGEMM_CONFIG", None)
+    ckgemm.grouped_gemm_packed(a, b, gs, out=out)
+    default = str(ckgemm.last_dispatch()).split(": ", 1)[-1]
+    reference = out.clone()
+    order = candidates(dtype)
+    times = {i["name"]: [] for i in order}
+    for rep in range(2):
+        for info in (order if rep == 0 else list(reversed(order))):
+            os.environ["CKGEMM_CONFIG"] = info["name"]
+            ckgemm.grouped_gemm_packed(a, b, gs, out=out)
+            ran = ckgemm.last_dispatch().paths[0]
+            assert ran.endswith(info["name"]), (ran, info["name"])
+            torch.testing.assert_close(out.float(), reference.float(), rtol=2e-2, atol=2e-2 * reference.abs().max().item())
+            times[info["name"]].append(bench(lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out), **timed).median_ms)
+    os.environ.pop("CKGEMM_CONFIG", None)
+    bt = b.transpose(-1, -2)
+    starts = torch.tensor([0] + list(case.ms)).cumsum(0).tolist()
+    views = [(a[s:s + m], bt[g]) for g, (s, m) in enumerate(zip(starts, case.ms)) if m]
+    peers = {"matmul loop": lambda: [torch.matmul(x, y) for x, y in views]}
+    if dtype == torch.bfloat16 and hasattr(torch, "_grouped_mm"):
+        offs = gs.cumsum(0, dtype=torch.int32)
+        peers["_grouped_mm"] = lambda: torch._grouped_mm(a, bt, offs=offs)
+    peer_ms = {p: bench(fn, **timed).median_ms for p, fn in peers.items()}
+    best = min(peer_ms.values())
+    rows = []
+    for inst, (t1, t2) in times.items():
+        median = (t1 + t2) / 2
+        rows.append({"case": name, "dtype": dtype_name, "instance": inst, "run 1 ms": t1, "run 2 ms": t2,
+                     "spread %": 100 * abs(t1 - t2) / median, "TFLOP/s": case.flops / median / 1e9,
+                     "vs best peer": best / median, "default": inst in default})
+        report.add(op="grouped_gemm_packed", backend="cutlass", dtype=dtype_name, shape=name, config=inst,
+                   time={"median_ms": median}, flops=case.flops, runs_ms=[t1, t2])
+    for p, t in peer_ms.items():
+        rows.append({"case": name, "dtype": dtype_name, "instance": f"peer: {p}", "run 1 ms": t,
+                     "TFLOP/s": case.flops / t / 1e9})
+        report.add(op=p, backend="torch", dtype=dtype_name, shape=name, time={"median_ms": t}, flops=case.flops)
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dtype", default="bf16,fp16")
+    parser.add_argument("--cases", default="")
+    parser.add_argument("--iters", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json")
+    parser.add_argument("--markdown")
+    args = parser.parse_args()
+    if not torch.cuda.is_available() or _C is None:
+        print("needs a GPU and the native extension; nothing to do")
+        return 2
+    device = torch.device("cuda")
+    report = Report("16-bit tiles", meta=device_info.environment(device))
+    rows = []
+    for name in CASES:
+        if args.cases and not any(s in name for s in args.cases.split(",")):
+            continue
+        for dtype_name in args.dtype.split(","):
+            rows += run(name, dtype_name, args, device, report)
+            print(tabulate(rows[-4:], headers="keys", floatfmt=".4g"), flush=True)
+            torch.cuda.empty_cache()
+    print(tabulate(rows, headers="keys", floatfmt=".4g"))
+    if args.json:
+        report.write_json(args.json)
+    if args.markdown:
+        report.write_markdown(args.markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,4 @@
+"""``python -m ckgemm.testing.conformance --help``"""
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,83 @@
+"""Where an eager call's time goes: per-kernel device time and the host gap, through the PyTorch profiler
+(the pattern of DeepGEMM's ``bench_kineto``).
+
+``breakdown(fn)`` runs ``fn`` ``iters`` times, each between two device synchronisations (so the device is
+idle when the call starts, as in ``bench(sync=True)``), under ``torch.profiler``. Per call it reports the
+wall time from the host's point of view, the device time of every kernel (by name) and their sum, and the
+host gap: wall time the device spent waiting for the host (validation, routing, argument building,
+launch latency). No cache flush runs inside the profiled window, so kernel times are warm-cache times;
+use ``bench`` for cold-cache kernel timings.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+
+@dataclass
+class Breakdown:
+    calls: int
+    wall_us: float  # per call, host-measured between synchronisations
+    kernel_us: float  # per call, sum of device kernel time
+    kernels: dict[str, float] = field(default_factory=dict)  # per call, by kernel name
+    launches: float = 0.0  # kernels per call
+
+    @property
+    def host_gap_us(self) -> float:
+        """Per call: wall time not covered by kernels (host work, launch latency, gaps between kernels)."""
+        return max(self.wall_us - self.kernel_us, 0.0)
+
+    def rows(self) -> list[dict]:
+        """One row per kernel, then the totals: for report tables."""
+        out = [{"kernel": name, "us/call": us} for name, us in sorted(self.kernels.items(), key=lambda kv: -kv[1])]
+        out.append({"kernel": "(all kernels)", "us/call": self.kernel_us})
+        out.append({"kernel": "(host gap)", "us/call": self.host_gap_us})
+        out.append({"kernel": "(wall)", "us/call": self.wall_us})
+        return out
+
+    def __str__(self) -> str:
+        top = ", ".join(f"{name[:48]} {us:.1f}" for name, us in sorted(self.kernels.items(), key=lambda kv: -kv[1])[:4])
+        return (f"{self.wall_us:.1f} us/call wall = {self.kernel_us:.1f} us in {self.launches:.1f} kernels "
+                f"+ {self.host_gap_us:.1f} us host gap [{top}]")
+
+
+def _device_time_us(event) -> float:
+    for attr in ("self_device_time_total", "self_cuda_time_total", "device_time_total", "cuda_time_total"):
+        value = getattr(event, attr, None)
+        if value:
+            return float(value)
+    return 0.0
+
+
+def breakdown(fn, *, iters: int = 20, warmup: int = 3, device=None) -> Breakdown:
+    """Profile ``fn`` (no arguments) ``iters`` times; see the module docstring."""
+    if iters < 1:
+        raise ValueError("breakdown: iters must be >= 1")
+    gpu = torch.cuda.is_available() and (device is None or torch.device(device).type == "cuda")
+    sync = torch.cuda.synchronize if gpu else (lambda: None)
+    for _ in range(warmup):
+        fn()
+    sync()
+    activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if gpu else [])
+    wall = 0.0
+    with torch.profiler.profile(activities=activities) as prof:
+        for _ in range(iters):
+            sync()
+            start = time.perf_counter()
+            fn()
+            sync()
+            wall += time.perf_counter() - start
+    kernels: dict[str, float] = {}
+    launches = 0
+    if gpu:
+        for event in prof.key_averages():
+            if getattr(event, "device_type", None) != torch.autograd.DeviceType.CUDA:
+                continue
+            us = _device_time_us(event)
+            if us <= 0:
+                continue
+            kernels[event.key] = kernels.get(event.key, 0.0) + us / iters
+            launches += event.count
+    return Breakdown(iters, wall / iters * 1e6, sum(kernels.values()), kernels, launches / iters)

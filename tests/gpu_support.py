@@ -1,0 +1,57 @@
+"""Shared pieces of the GPU tests: the device, the native backend that runs here (or a skip), seeded inputs
+and the reference check with per-group tolerances (int8 exact)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import ckgemm
+from ckgemm.testing import check, grouped_gemm_reference
+from support import generator, rand_tensor
+
+DEVICE = "cuda"
+_status = ckgemm.backend_status(DEVICE) if torch.cuda.is_available() else {}
+NATIVE = next((n for n in ("cutlass", "ck") if _status.get(n) == "available"), None)
+MARKS = [pytest.mark.gpu]
+if torch.cuda.is_available() and NATIVE is None:
+    MARKS.append(pytest.mark.skip(reason=f"no native backend can run here: {_status}"))
+
+M_SHAPES = [0, 1, 17, 63, 65, 100]
+
+
+def _dtypes():
+    if not torch.cuda.is_available():
+        return [torch.float16]
+    return [torch.float16, torch.bfloat16, ckgemm.fp8_dtype_for(DEVICE), torch.int8]
+
+
+DTYPES = _dtypes()
+IDS = [str(d).replace("torch.", "") for d in DTYPES]
+
+# CK-tile's tolerance for fp8 -> fp32 allows errors of max|ref|/16 (it budgets an fp8 compute type), far
+# above what a kernel given the reference's exact fp8 inputs makes. A calc_diff bound is the second
+# criterion: ~1e-8 is typical for Hopper's fp8 accumulation at these K, a 5% scale error gives 1.3e-3.
+FP8_MAX_DIFF = 1e-6
+
+
+def inputs(shapes, dtype, layout, tag):
+    gen = generator(tag)
+    a = [rand_tensor((m, k), dtype, gen, DEVICE) for m, n, k in shapes]
+    b = [rand_tensor((n, k) if layout == "RC" else (k, n), dtype, gen, DEVICE) for m, n, k in shapes]
+    return a, b
+
+
+def check_list(outs, a, b, layout, dtype, name):
+    rule = ckgemm.rule_for(dtype)
+    refs = grouped_gemm_reference(a, b, layout=layout)
+    if rule.exact:
+        check(outs, [r.to(torch.int32) for r in refs], name=name)
+    else:
+        check(outs, refs, in_dtype=dtype, k=[x.shape[1] for x in a], name=name,
+              max_diff=FP8_MAX_DIFF if dtype.itemsize == 1 else None)
+
+
+def instance_of(path: str) -> dict:
+    """The instance (ckgemm._C.instances()) a dispatch path names."""
+    name = path.split(":", 1)[1].split("+")[0]
+    return next(i for i in ckgemm.backends.native._C.instances() if i["name"] == name)

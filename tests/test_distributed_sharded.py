@@ -1,0 +1,67 @@
+"""op_tests/test_grouped_gemm_sharded.py at world size 2 on gloo (a bf16 RC smoke subset, so it is fast): the
+cells of the single-process plan are split across the ranks, each exactly once, rank 0 gathers every row into
+one report, and a failure on a rank makes the whole run exit 1."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch.distributed as dist
+
+import ckgemm.backends.reference as reference_backend
+
+OP_TESTS = Path(__file__).resolve().parents[1] / "op_tests"
+SUBSET = ["--smoke", "--no-perf", "--dtype", "bf16", "--layout", "RC"]
+
+pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo")
+
+
+@pytest.fixture(scope="module")
+def sharded():
+    spec = importlib.util.spec_from_file_location("ckgemm_op_tests_sharded", OP_TESTS / "test_grouped_gemm_sharded.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # puts op_tests/ on sys.path for grouped_gemm_cli
+    return module
+
+
+def _plan_cells():
+    from grouped_gemm_cli.args import parse_args
+    from grouped_gemm_cli.plan import cells, make_plan
+
+    return [(variant.name, layout, item.case.id, item.case.purpose) for variant, layout, item in
+            cells(make_plan(parse_args(SUBSET)))]
+
+
+def test_cells_are_split_across_ranks_and_gathered_on_rank0(sharded, tmp_path):
+    out = tmp_path / "sharded.json"
+    assert sharded.main(["--nproc", "2", *SUBSET, "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    cell_rows = [r for r in rows if r["op"] != "bad_input"]
+    got = sorted((r["dtype"], r["layout"], r["shape"], r["config"]) for r in cell_rows)
+    assert got == sorted(_plan_cells()), "every cell of the plan runs exactly once"
+    assert {r["rank"] for r in cell_rows} == {0, 1} and all(r["passed"] for r in rows)
+    assert {r["rank"] for r in rows if r["op"] == "bad_input"} == {0} and len(rows) > len(cell_rows)
+
+
+def test_a_failure_on_any_rank_fails_the_run(sharded, tmp_path, monkeypatch):
+    real = reference_backend.matmul
+
+    def wrong_in_one_element(a, b, layout, rule):
+        c = real(a, b, layout, rule)
+        c[-1, -1] += 4
+        return c
+
+    monkeypatch.setattr(reference_backend, "matmul", wrong_in_one_element)  # inherited by the forked ranks
+    out = tmp_path / "failed.json"
+    assert sharded.main(["--nproc", "2", *SUBSET, "--json", str(out)]) == 1
+    failed = [r for r in json.loads(out.read_text())["rows"] if r["passed"] is False]
+    assert {r["rank"] for r in failed} == {0, 1}
+
+
+def test_launch_options_do_not_reach_the_op_tests_parser(sharded):
+    launch_opts, rest = sharded.split_argv(["--nproc", "3", "--comm", "gloo", "--smoke"])
+    assert (launch_opts.nproc, launch_opts.comm, rest) == (3, "gloo", ["--smoke"])
+    assert str(OP_TESTS) in sys.path

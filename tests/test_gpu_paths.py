@@ -1,0 +1,74 @@
+"""Native paths beyond the kernels themselves, on a GPU: the bad-input catalogue through the native op
+against the reference (same messages), prepacked 8-bit RR weights against the per-call transpose, and
+the repack kernel's exactness."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import ckgemm
+from ckgemm.testing import check, grouped_gemm_reference_packed
+from gpu_support import DEVICE, FP8_MAX_DIFF, MARKS, NATIVE
+from support import generator, rand_tensor
+
+pytestmark = MARKS
+
+
+def test_bad_input_catalogue_native_matches_reference():
+    """The one bad-input catalogue through the native op and the reference: the same exception type and
+    message (validate.py writes both), the same rule, nothing written."""
+    from ckgemm import bad_inputs
+
+    for case in bad_inputs.catalogue(DEVICE, seed=3):
+        messages = {}
+        for backend in ("torch", NATIVE):
+            passed, detail = bad_inputs.check(case, backend=backend)
+            assert passed, f"{case.name} [{backend}]: {detail}"
+            messages[backend] = detail
+        assert messages["torch"] == messages[NATIVE], case.name
+
+
+@pytest.mark.parametrize("dtype", [ckgemm.fp8_dtype_for(DEVICE) if torch.cuda.is_available() else torch.float16,
+                                   torch.int8, torch.bfloat16], ids=["fp8", "int8", "bf16"])
+@pytest.mark.parametrize("form", ["list", "packed"])
+def test_prepack_reads_rr_weights_once(dtype, form):
+    """8-bit RR: per call B is transposed by the repack kernel (+transpose); prepacked, the call reads the
+    stored RC weights (no copy) and gives bit-identical results. 16-bit: prepack is a no-op wrapper."""
+    sizes = [37, 0, 130, 64]
+    n, k = 256, 192
+    gen = generator(f"gpu-prepack-{dtype}-{form}")
+    a = rand_tensor((sum(sizes), k), dtype, gen, DEVICE)
+    b = rand_tensor((len(sizes), k, n), dtype, gen, DEVICE)
+    if form == "packed":
+        gs = torch.tensor(sizes, device=DEVICE)
+        per_call = ckgemm.grouped_gemm_packed(a, b, gs, layout="RR")
+        per_call_paths = ckgemm.last_dispatch().paths
+        weights = ckgemm.prepack(b, layout="RR")
+        packed = ckgemm.grouped_gemm_packed(a, weights, gs)
+    else:
+        a_list, b_list = list(a.split(sizes)), list(b)
+        per_call = torch.cat(ckgemm.grouped_gemm(a_list, b_list, layout="RR"))
+        per_call_paths = [p for p in ckgemm.last_dispatch().paths if p != "skip:empty"]
+        weights = ckgemm.prepack(b_list, layout="RR")
+        packed = torch.cat(ckgemm.grouped_gemm(a_list, weights))
+    paths = [p for p in ckgemm.last_dispatch().paths if p != "skip:empty"]
+    transposes = dtype.itemsize == 1 and NATIVE == "cutlass"
+    assert weights.transposed == transposes and weights.layout == ("RC" if transposes else "RR")
+    assert all(p.endswith("+transpose") == transposes for p in per_call_paths), per_call_paths
+    assert not any("+" in p for p in paths), paths
+    assert torch.equal(per_call.view(torch.uint8), packed.view(torch.uint8))
+    ref = grouped_gemm_reference_packed(a, b, sizes, layout="RR")
+    if dtype == torch.int8:
+        assert torch.equal(packed.cpu(), ref.to(torch.int32).cpu())
+    else:
+        check(packed, ref, in_dtype=dtype, k=k, max_diff=FP8_MAX_DIFF if dtype.itemsize == 1 else None)
+
+
+def test_transpose_kernel_is_exact_with_odd_shapes():
+    for shape in [(3, 130, 77), (1, 7, 4099), (2, 300, 64)]:
+        x = torch.randint(-128, 128, shape, dtype=torch.int8, device=DEVICE)
+        assert torch.equal(torch.ops.ckgemm.transpose_b(x), x.transpose(-1, -2).contiguous()), shape
+        y = x.to(torch.float16)
+        assert torch.equal(torch.ops.ckgemm.transpose_b(y), y.transpose(-1, -2).contiguous()), shape
+
+
