@@ -21,6 +21,8 @@ WHEEL = "amd_aiter-0.1.7.post2.dev18-py3-none-any.whl"
 WHEEL_SHA256 = "fe139d74438217c35e87e3b961166bac8db2d381eadccb371da2e63615f05a31"
 CK_IN_WHEEL = "aiter_meta/3rdparty/composable_kernel/"
 CK_COMMIT = "e31a7a4f29b371c32ea9daf9211b6ae1fed2fa40"
+# tree_digest() of the pinned wheel's include/ck_tile: how a build tells the pinned CK from another tree.
+CK_TILE_DIGEST = "51c9901f148c7ae4a34eacd8d7b2f07075d5f98823d19700d5404d9533cf0bd5"
 PINNED = f"{PACKAGE} (CK {CK_COMMIT[:8]}, CK-tile generation G3)"
 FETCH_COMMAND = "python -m build_support.ck_fetch"  # from the ckgemm checkout; prints the CK_DIR to export
 
@@ -44,6 +46,22 @@ def sha256_of(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def tree_digest(include: Path) -> str:
+    """sha256 over the relative paths and contents of every file under include/ck_tile (sorted)."""
+    digest = hashlib.sha256()
+    for path in sorted((include / "ck_tile").rglob("*")):
+        if path.is_file():
+            digest.update(str(path.relative_to(include).as_posix()).encode() + b"\0")
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def commit_of(include: Path) -> str:
+    """The CK commit of a header tree: the pinned one when its ck_tile files are the pinned wheel's."""
+    digest = tree_digest(include)
+    return CK_COMMIT if digest == CK_TILE_DIGEST else f"unknown (not the pinned tree; ck_tile digest {digest[:16]})"
 
 
 def verify(wheel: Path) -> None:

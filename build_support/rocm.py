@@ -16,12 +16,14 @@ source lists and flags below (and ck_tree's CK checks) without a ROCm torch.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .ck_tree import find_ck
+from . import ck_fetch
+from .ck_tree import ck_generation, find_ck
 
 ROOT = Path(__file__).resolve().parents[1]
 HIP_DIR = ROOT / "csrc" / "hip"
@@ -135,6 +137,23 @@ def max_jobs() -> int:
     return max(1, min(os.cpu_count() or 1, ram // RAM_PER_JOB))
 
 
+def build_info(ck_include: Path, archs, dtypes, hip: str) -> dict:
+    """What the extension records about its own build (ckgemm._C.build_info(); docs/SELFTEST.md)."""
+    source = f"CK_DIR={os.environ['CK_DIR']}" if os.environ.get("CK_DIR") else "$ROCM_PATH/include"
+    return {"backend": "ck", "archs": ";".join(archs), "dtypes": ",".join(dtypes),
+            "ck_generation": ck_generation(ck_include), "ck_commit": ck_fetch.commit_of(ck_include),
+            "ck_source": source, "ck_include": str(ck_include), "hip": hip}
+
+
+def build_info_header(info: dict, where: Path) -> Path:
+    """A header defining CKGEMM_BUILD_INFO (the JSON as a C string), force-included into every TU of the
+    ROCm build: a file, not a -D, so no shell or ninja quoting can mangle it."""
+    where.mkdir(parents=True, exist_ok=True)
+    header = where / "ckgemm_build_info.h"
+    header.write_text("#pragma once\n#define CKGEMM_BUILD_INFO " + json.dumps(json.dumps(info, sort_keys=True)) + "\n")
+    return header
+
+
 def _hip_version(torch) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", torch.version.hip.split("-")[0])[:3])
 
@@ -155,11 +174,13 @@ def extension(mode: str):
     rel = lambda p: str(Path(p).relative_to(ROOT))  # noqa: E731  setup() wants /-separated relative paths
     sources = ["csrc/bindings.cpp", "csrc/common/verify.cu", rel(HIP_DIR / "runner.hip"), rel(HIP_DIR / "registry.cpp")]
     sources += [rel(p) for p in instance_sources(dtypes)]
+    info = build_info(ck_include, archs, dtypes, torch.version.hip)
     macros = dtype_macros(dtypes) + [f"-DCKGEMM_ARCH_{a.upper()}=1" for a in archs]  # read by built_archs()
+    macros += ["-include", str(build_info_header(info, ROOT / "build" / "generated"))]
     hipcc = (CK_HIPCC_FLAGS + ck_compiler_flags(_hip_version(torch)) + macros + [f"-I{ck_include}"]
              + [f"--offload-arch={a}" for a in archs])
-    print(f"ckgemm: CK-tile backend for {', '.join(archs)}; dtypes {', '.join(dtypes)}; CK headers {ck_include}; "
-          f"MAX_JOBS={os.environ['MAX_JOBS']}")
+    print(f"ckgemm: CK-tile backend for {', '.join(archs)}; dtypes {', '.join(dtypes)}; CK headers {ck_include} "
+          f"({info['ck_generation']}, commit {info['ck_commit']}); MAX_JOBS={os.environ['MAX_JOBS']}")
     ext = cpp_extension.CUDAExtension(
         name="ckgemm._C",
         sources=sources,

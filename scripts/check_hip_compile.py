@@ -269,7 +269,7 @@ def main() -> int:
     flags = (["-D__HIP_PLATFORM_AMD__=1", "-D__HIP_NO_HALF_OPERATORS__=1", "-D__HIP_NO_HALF_CONVERSIONS__=1"]
              + rocm.CK_HIPCC_FLAGS + rocm.ck_compiler_flags(hip_ver) + rocm.dtype_macros(dtypes)
              + [f"-I{ck_include}"])
-    generation = ck_tree.ck_generation(ck_include)
+    generation, commit = ck_tree.ck_generation(ck_include), ck_fetch.commit_of(ck_include)
     specs = [s for s in rocm.instance_specs() if s.dtype_name in dtypes]
     units = [Unit(s.file, s.source, s.dtype_name, 2 * ELEMENTS_PER_THREAD[s.tile] if s.scaling == "Row" else 0,
                   [a for a in archs if a != "gfx950" or args.gfx950 == "all" or s.file in GFX950_SUBSET])
@@ -278,7 +278,8 @@ def main() -> int:
     shimmed = {a: f" (+ {SHIM.name})" if compilers[a].device_flags() else "" for a in archs}
     print("\n".join(f"compiler {a}: {compilers[a].version}{shimmed[a]}" for a in archs)
           + f"\nhost passes and probe: {host.version}\nHIP headers: {hip_include} (HIP {'.'.join(map(str, hip_ver))})"
-          + f"\nCK: {ck_include} (generation {generation}; pinned: {ck_fetch.PINNED})\narchs: {', '.join(archs)}; "
+          + f"\nCK: {ck_include} (generation {generation}, commit {commit}; pinned: {ck_fetch.PINNED})"
+          + f"\narchs: {', '.join(archs)}; "
           + f"gfx950 TUs: {args.gfx950}\ndtypes: {', '.join(dtypes)}; jobs: {args.jobs}", flush=True)
 
     jobs = [(u, a) for u in units for a in u.archs] + [(u, None) for u in units]
@@ -306,7 +307,7 @@ def main() -> int:
     print(f"\nhost probe ({'ok' if probe_ok else 'FAILED'}):\n{probe_out.rstrip()}")
     verdicts = {a: arch_verdict(units, a) for a in archs}
     wall = time.monotonic() - start
-    print(f"\nCK generation {generation} ({ck_fetch.PINNED}):")
+    print(f"\nCK generation {generation}, commit {commit}:")
     for a, (ok, total) in verdicts.items():
         cpu = sum(v for u in units for k, v in u.cpu.items() if k.endswith(a))
         print(f"  {a}: {ok}/{total} TUs compile and assemble ({cpu:.0f} s compiler CPU)")
@@ -316,7 +317,8 @@ def main() -> int:
           f"{args.jobs} job(s); assembly and objects in {out}")
     if args.json:
         Path(args.json).write_text(json.dumps({
-            "generation": generation, "pinned": ck_fetch.PINNED, "wall_s": round(wall, 1), "probe_ok": probe_ok,
+            "generation": generation, "ck_commit": commit, "pinned": ck_fetch.PINNED, "wall_s": round(wall, 1),
+            "probe_ok": probe_ok,
             "compilers": {a: compilers[a].version for a in archs}, "verdicts": verdicts,
             "units": [{"name": u.name, "archs": u.archs, "wall": u.wall, "cpu": u.cpu, "mfma": u.mfma,
                        "kernel": u.kernel, "errors": u.errors, "warnings": u.warnings} for u in units]}, indent=1))

@@ -1,10 +1,13 @@
 """The ROCm build's CPU-checkable parts (build_support/ck_tree.py, ck_fetch.py, rocm.py): which CK a build
 accepts and the error it stops with otherwise (planted header trees of each generation), the pinned CK's
-fetch (sha256 check, only include/ and LICENSE unpacked; a fabricated wheel, no network), and that
-csrc/hip/instances.inc and the instance sources agree."""
+fetch (sha256 check, only include/ and LICENSE unpacked; a fabricated wheel, no network), what a build
+records about the CK it used, and that csrc/hip/instances.inc and the instance sources agree."""
 from __future__ import annotations
 
+import json
 import re
+import shutil
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -142,3 +145,26 @@ def test_instance_list_matches_the_instance_sources():
     assert [p.stem for p in rocm.instance_sources(["fp16"])] == [
         "fp16_rc_compute_v4", "fp16_rc_padded", "fp16_rr_compute_v4", "fp16_rr_padded"]
     assert len(rocm.instance_sources(["fp8", "int8"])) == 24
+
+
+def test_build_records_the_ck_it_was_built_from(tmp_path, monkeypatch):
+    tree = g3_tree(tmp_path / "g3") / "include"
+    assert ck_fetch.commit_of(tree).startswith("unknown (not the pinned tree")
+    monkeypatch.setattr(ck_fetch, "CK_TILE_DIGEST", ck_fetch.tree_digest(tree))
+    assert ck_fetch.commit_of(tree) == ck_fetch.CK_COMMIT
+    (tree / "ck_tile" / "core.hpp").write_text("// edited\n")  # any changed header is another tree
+    assert ck_fetch.commit_of(tree) != ck_fetch.CK_COMMIT
+
+    monkeypatch.setenv("CK_DIR", str(tree))
+    info = rocm.build_info(tree, ["gfx942", "gfx950"], ["fp16", "fp8"], "7.0.2")
+    assert info["ck_generation"] == "G3" and info["ck_source"] == f"CK_DIR={tree}"
+    assert (info["backend"], info["archs"], info["dtypes"]) == ("ck", "gfx942;gfx950", "fp16,fp8")
+    cxx = shutil.which("g++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no C++ compiler to check the generated header")
+    header = rocm.build_info_header(info, tmp_path / "gen")
+    main = tmp_path / "main.cpp"
+    main.write_text("#include <cstdio>\nint main() { std::fputs(CKGEMM_BUILD_INFO, stdout); }\n")
+    subprocess.run([cxx, "-include", str(header), str(main), "-o", str(tmp_path / "main")], check=True)
+    out = subprocess.run([str(tmp_path / "main")], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == info
