@@ -13,6 +13,8 @@
 #   tiles     benchmarks/bench_tiles.py (16-bit instances forced one by one, twice, beside the peers)
 # Benchmark stages stop after $STAGE_TIMEOUT seconds (default 600); what they printed stays in their log.
 #   dist      the expert-parallel MoE flow with NCCL at world size 1 (bf16, fp8, scaled), and --bench
+#   conformance  python -m ckgemm.testing.conformance: ckgemm, torch's grouped ops and DeepGEMM (--perf)
+#   selftest  python -m ckgemm.selftest --quick (its report under $OUT/selftest)
 #   pack      put every log and report of $OUT into $OUT/logs.tgz (the device returns at most 8 files)
 #   verify    benchmarks/bench_verify.py (gpu_verify against assert_close and the copy bandwidth)
 #   sanitize  compute-sanitizer memcheck over a reduced GPU suite, racecheck over one case per family
@@ -95,10 +97,12 @@ for stage in "$@"; do
         --cases "${TUNE_CASES:-uniform,prefill}" --dtype "${TUNE_DTYPES:-bf16,fp16,fp8}" --json "$OUT/tune_$tag.json" ;;
     verify)
       run verify python3 benchmarks/bench_verify.py --json "$OUT/verify.json" ;;
-    sanitize)
-      run memcheck compute-sanitizer --tool memcheck --error-exitcode 1 python3 -m pytest $PLUGIN \
-        -q -x tests/test_gpu_native.py -k "list_and_out_forms or packed_form or misaligned or unaligned_output"
-      run racecheck timeout 300 compute-sanitizer --tool racecheck --error-exitcode 1 python3 scripts/sanitizer_cases.py ;;
+    sanitize)  # memcheck over the native paths (scaled and repacked included), racecheck over the new kernels
+      run memcheck timeout "${STAGE_TIMEOUT:-600}" compute-sanitizer --tool memcheck --error-exitcode 1 python3 -m pytest \
+        $PLUGIN -q -x -m gpu tests/test_gpu_paths.py tests/test_scaled_api.py tests/test_gpu_native.py \
+        -k "list_and_out_forms or packed_form or misaligned or graph or prepack or transpose or lists or packed"
+      run racecheck timeout "${STAGE_TIMEOUT:-600}" compute-sanitizer --tool racecheck --error-exitcode 1 python3 \
+        scripts/sanitizer_cases.py ${RACECHECK_INSTANCES:-} ;;
     profile)
       prof() {  # prof <tag> <kernel count> <profile_kernels.py run args...>
         local tag=$1 count=$2; shift 2
@@ -120,6 +124,18 @@ for stage in "$@"; do
       prof verify 2 --who verify
       python3 scripts/profile_kernels.py summarize /tmp/ncu_*.csv > "$OUT/ncu.md" 2>> "$OUT/ncu.log"
       echo "== profile: $((SECONDS - start)) s"; cat "$OUT/ncu.md" | head -80 ;;
+    conformance)  # the conformance matrix: ckgemm and its peers, one process each (docs/CONFORMANCE.md)
+      conf() { local n=$1; shift; run "conf_$n" timeout "${STAGE_TIMEOUT:-600}" env DG_JIT_CACHE_DIR=/tmp/dg \
+        python3 -m ckgemm.testing.conformance --device cuda "$@" --json "$OUT/conf_$n.json" --markdown "$OUT/conf_$n.md"; }
+      conf ckgemm --op ckgemm --perf
+      conf ckgemm_block --op ckgemm --quant block --perf
+      conf ckgemm_row --op ckgemm --quant row --perf
+      conf torch_grouped --op torch_grouped_mm --dtype bf16,fp16 --perf
+      conf torch_scaled --op torch_scaled_grouped_mm --quant row --perf
+      conf deep_gemm --op deep_gemm --quant block --perf
+      conf bad_ckgemm --op ckgemm --dtype bf16 --bad-input ;;
+    selftest)
+      run selftest timeout "${STAGE_TIMEOUT:-600}" python3 -m ckgemm.selftest --quick --out "$OUT/selftest" ;;
     pack)  # at most 8 files come back from the device: everything but the .so in one archive
       tar czf /tmp/logs.tgz -C "$OUT" --exclude '_C*.so' . && find "$OUT" -type f ! -name '_C*.so' -delete \
         && mv /tmp/logs.tgz "$OUT/logs.tgz" ;;

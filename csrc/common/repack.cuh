@@ -32,13 +32,73 @@ __device__ inline void write16(const CopyJob& j, char* dst_row, int64_t r, int64
 
 }  // namespace repack_detail
 
+// One 128 x 128-byte tile of an 8-bit transpose (dst [n][k] = src [k][n]). Load: 8 threads per source row,
+// 16 bytes each (coalesced), into a shared tile whose 16-byte groups are XOR-swizzled by the row's 16-row
+// band; transpose: each thread reads 16 words (one per source row, conflict-free thanks to the swizzle),
+// turns them into 4 destination rows of 16 bytes with byte permutes, and stores them, 8 threads writing
+// one contiguous 128-byte destination segment. Out-of-range source bytes load as zeros, which are the pads.
+__device__ inline void byte_transpose_tile(const CopyJob& j, const char* src, char* dst, int64_t n0, int64_t k0,
+                                           uint32_t* tile) {
+  const int tid = threadIdx.x;
+  for (int it = 0; it < kByteTile * kByteTile / 16 / kRepackThreads; ++it) {
+    const int idx = it * kRepackThreads + tid, r = idx / 8, q = idx % 8;  // source row k0 + r, bytes n0 + 16q
+    const int64_t k = k0 + r, n = n0 + 16 * q;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    const char* p = src + k * j.src_ld + n;
+    if (k < j.cols && n + 16 <= j.rows && repack_detail::aligned16(p)) {
+      v = *reinterpret_cast<const uint4*>(p);
+    } else if (k < j.cols) {
+      alignas(16) unsigned char b[16];
+      for (int x = 0; x < 16; ++x) b[x] = n + x < j.rows ? static_cast<unsigned char>(p[x]) : 0;
+      v = *reinterpret_cast<const uint4*>(b);
+    }
+    const int swz = ((r >> 4) & 7) << 2;
+    *reinterpret_cast<uint4*>(tile + r * 32 + ((4 * q) ^ swz)) = v;
+  }
+  __syncthreads();
+  const int kc = tid % 8, ng = tid / 8;  // destination rows n0 + 4ng .. +3, columns k0 + 16kc .. +15
+  uint32_t w[16];
+  for (int i = 0; i < 16; ++i) w[i] = tile[(16 * kc + i) * 32 + (ng ^ (kc << 2))];
+  uint32_t o[4][4];
+  for (int t = 0; t < 4; ++t) {  // 4 x 4 bytes: w[4t + x] byte y -> o[y][t] byte x
+    const uint32_t x0 = __byte_perm(w[4 * t], w[4 * t + 1], 0x5140), x1 = __byte_perm(w[4 * t], w[4 * t + 1], 0x7362);
+    const uint32_t y0 = __byte_perm(w[4 * t + 2], w[4 * t + 3], 0x5140);
+    const uint32_t y1 = __byte_perm(w[4 * t + 2], w[4 * t + 3], 0x7362);
+    o[0][t] = __byte_perm(x0, y0, 0x5410);
+    o[1][t] = __byte_perm(x0, y0, 0x7632);
+    o[2][t] = __byte_perm(x1, y1, 0x5410);
+    o[3][t] = __byte_perm(x1, y1, 0x7632);
+  }
+  const int64_t k = k0 + 16 * kc;
+  for (int y = 0; y < 4; ++y) {
+    const int64_t n = n0 + 4 * ng + y;
+    if (n >= j.dst_rows || k >= j.dst_cols) continue;
+    char* out = dst + n * j.dst_ld + k;
+    const uint4 v = make_uint4(o[y][0], o[y][1], o[y][2], o[y][3]);
+    if (k + 16 <= j.dst_cols && repack_detail::aligned16(out)) {
+      *reinterpret_cast<uint4*>(out) = v;
+    } else {
+      const unsigned char* b = reinterpret_cast<const unsigned char*>(&v);
+      for (int x = 0; x < 16 && k + x < j.dst_cols; ++x) out[x] = static_cast<char>(b[x]);
+    }
+  }
+}
+
 __global__ void __launch_bounds__(kRepackThreads) repack_kernel(RepackChunk chunk) {
-  __shared__ char tile[kTileBytes][kTileRows + 4];  // transposes: [source row (dst col byte)][dst row]
+  __shared__ uint32_t shared[kByteTile * kByteTile / 4];  // the byte transposes' tile; the generic one below
+  char(*tile)[kTileRows + 4] = reinterpret_cast<char(*)[kTileRows + 4]>(shared);  // [source row][dst row]
   int64_t t = blockIdx.x;
   int jid = 0;
   while (jid + 1 < chunk.count && t >= chunk.first_tile[jid + 1]) ++jid;
   const CopyJob& j = chunk.jobs[jid];
   t -= chunk.first_tile[jid];
+  if (byte_transpose(j)) {
+    const int64_t tn = repack_tiles_n(j), tm = repack_tiles_m(j);
+    const int64_t b = t / (tm * tn), rest = t % (tm * tn);
+    byte_transpose_tile(j, j.src + b * j.src_batch_stride, j.dst + b * j.dst_batch_stride, (rest / tn) * kByteTile,
+                        (rest % tn) * kByteTile, shared);
+    return;
+  }
   const int64_t tn = repack_tiles_n(j), tm = repack_tiles_m(j);
   const int64_t b = t / (tm * tn), rest = t % (tm * tn);
   const int64_t r0 = (rest / tn) * kTileRows, c0 = (rest % tn) * (kTileBytes / j.elem);

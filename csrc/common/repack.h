@@ -42,9 +42,19 @@ struct RepackChunk {
   int count;
 };
 
-CKGEMM_HD inline int64_t repack_tiles_m(const CopyJob& j) { return (j.dst_rows + kTileRows - 1) / kTileRows; }
+// 8-bit transposes (the 8-bit RR -> RC repack and ckgemm.prepack) take a faster path: 128 x 128-byte tiles,
+// 16-byte vector loads and stores throughout, a 4 x 4 byte transpose in registers and a swizzled shared
+// tile without bank conflicts. Everything else takes the generic 64 x 64-byte tiles.
+constexpr int kByteTile = 128;
+CKGEMM_HD inline bool byte_transpose(const CopyJob& j) { return j.transpose != 0 && j.elem == 1; }
+
+CKGEMM_HD inline int64_t repack_tiles_m(const CopyJob& j) {
+  const int64_t t = byte_transpose(j) ? kByteTile : kTileRows;
+  return (j.dst_rows + t - 1) / t;
+}
 CKGEMM_HD inline int64_t repack_tiles_n(const CopyJob& j) {
-  return (j.dst_cols * j.elem + kTileBytes - 1) / kTileBytes;
+  const int64_t t = byte_transpose(j) ? kByteTile : kTileBytes;
+  return (j.dst_cols * j.elem + t - 1) / t;
 }
 CKGEMM_HD inline int64_t repack_tiles(const CopyJob& j) { return j.batch * repack_tiles_m(j) * repack_tiles_n(j); }
 

@@ -71,11 +71,12 @@ bool first_taker(const Kind& kind, const GroupDesc& g, int64_t m_hint, Rejects&&
 // fp32 rounded once to fp16 is what an fp16 epilogue computes). Either layout counts: a copy of B
 // settles the layout.
 inline OutType kernel_out(const Kind& kind) {
+  if (kind.out != OutType::F16 || kind.scaling == Scaling::None) return kind.out;  // the common case: no lookup
   const auto any_layout = [&](OutType out) {
     return kind_rejects({kind.dtype, out, kind.layout, kind.scaling}).empty() ||
            kind_rejects({kind.dtype, out, Layout::RC, kind.scaling}).empty();
   };
-  if (kind.out == OutType::F16 && !any_layout(OutType::F16) && any_layout(OutType::F32)) return OutType::F32;
+  if (!any_layout(OutType::F16) && any_layout(OutType::F32)) return OutType::F32;
   return kind.out;
 }
 
@@ -90,9 +91,14 @@ Route route_group(const Kind& wanted, const GroupDesc& given, int64_t m_hint, Re
   const bool must_stage = out != wanted.out;
   const Kind as_given{wanted.dtype, out, wanted.layout, wanted.scaling};
   const Kind copied_b{wanted.dtype, out, Layout::RC, wanted.scaling};
-  const bool b_must_move = !kind_rejects(as_given).empty();  // e.g. 8-bit RR on CUTLASS: no RR instance
-  if (!kind_rejects(copied_b).empty()) {
-    r.why = kind_rejects(b_must_move ? copied_b : as_given);
+  const std::string given_missing = kind_rejects(as_given);
+  const bool b_must_move = !given_missing.empty();  // e.g. 8-bit RR on CUTLASS: no RR instance
+  if (b_must_move && wanted.layout == Layout::RC) {
+    r.why = given_missing;
+    return r;
+  }
+  if (b_must_move && !kind_rejects(copied_b).empty()) {
+    r.why = given_missing;
     return r;
   }
   const int64_t kp = round_up(given.k, kPadK), np = round_up(given.n, kPadN);

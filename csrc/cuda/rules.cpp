@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -62,11 +63,22 @@ const std::vector<InstanceInfo>& table() {
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-// CKGEMM_CONFIG=<display name>: that instance first wherever it fits (tuning runs, sanitizer coverage).
-// Read on every call (a getenv costs well under a microsecond), so a process can switch between runs.
-bool forced(const InstanceInfo& info) {
-  const char* e = std::getenv("CKGEMM_CONFIG");
-  return e != nullptr && *e != '\0' && std::string(e) == info.name;
+// The instance ids of each kind, in table order, built once (the table never changes).
+const std::vector<int>& ids_of(const Kind& kind) {
+  static const std::vector<std::pair<Kind, std::vector<int>>> by_kind = [] {
+    std::vector<std::pair<Kind, std::vector<int>>> out;
+    for (int id = 0; id < kCount; ++id) {
+      const Kind& k = table()[id].kind;
+      auto it = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == k; });
+      if (it == out.end()) out.push_back({k, {id}});
+      else it->second.push_back(id);
+    }
+    return out;
+  }();
+  static const std::vector<int> none;
+  for (const auto& [k, ids] : by_kind)
+    if (k == kind) return ids;
+  return none;
 }
 
 // The selection rule, from H200 measurements (docs/PERF.md): rank of an instance for a group of about
@@ -114,27 +126,30 @@ std::string instance_rejects_packed(int id, const PackedArgs& p) {
 }
 
 std::string kind_rejects(const Kind& kind) {
-  for (const InstanceInfo& info : table())
-    if (info.kind == kind) return "";
+  if (!ids_of(kind).empty()) return "";
   if (element_bytes(kind.dtype) == 1 && kind.layout == Layout::RR)
     return "Hopper's tensor cores take 8-bit operands only K-major, so CUTLASS reads 8-bit B only as RC";
   if (kind.dtype == DType::FP8_E4M3_FNUZ) return "float8_e4m3fnuz is not the fp8 of NVIDIA GPUs";
   return "no CUTLASS instance of this dtype, output and scaling in this build (CKGEMM_DTYPES at build time?)";
 }
 
+// CKGEMM_CONFIG=<display name> puts that instance first wherever it fits (tuning runs, sanitizer
+// coverage). Read on every call (one getenv), so a process can switch between runs.
 int preferred_instances(const Kind& kind, int64_t m_hint, int64_t n, int64_t, int* out, int cap) {
-  std::vector<std::pair<int, int>> ranked;
-  for (int id = 0; id < kCount; ++id) {
-    const InstanceInfo& info = instance_info(id);
-    if (!(info.kind == kind)) continue;
-    const int rank = forced(info) ? -1 : rank_for(info, m_hint, n);
-    ranked.emplace_back(rank, id);
-  }
-  std::stable_sort(ranked.begin(), ranked.end(), [](auto x, auto y) { return x.first < y.first; });
+  const std::vector<int>& ids = ids_of(kind);
+  const char* forced = std::getenv("CKGEMM_CONFIG");
+  std::pair<int, int> ranked[32];
   int count = 0;
-  for (const auto& [rank, id] : ranked)
-    if (count < cap) out[count++] = id;
-  return count;
+  for (int id : ids) {
+    if (count == 32) break;
+    const InstanceInfo& info = instance_info(id);
+    const bool first = forced != nullptr && *forced != '\0' && std::strcmp(forced, info.name) == 0;
+    ranked[count++] = {first ? -1 : rank_for(info, m_hint, n), id};
+  }
+  std::stable_sort(ranked, ranked + count, [](auto x, auto y) { return x.first < y.first; });
+  const int written = count < cap ? count : cap;
+  for (int i = 0; i < written; ++i) out[i] = ranked[i].second;
+  return written;
 }
 
 }  // namespace ckgemm

@@ -21,7 +21,7 @@ import torch
 
 from ...dtypes import rule_for
 from ..check import check, group_tolerance
-from ..numeric import calc_diff, mantissa_bits, scaled_max_diff
+from ..numeric import FP8_ACCUMULATOR_BITS, calc_diff, mantissa_bits, scaled_max_diff
 from .config import MoEConfig
 from .layer import Trace
 from .reference import Expected
@@ -49,12 +49,16 @@ def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8)) if a.numel() else True
 
 
-def calc_diff_bound(out_dtype: torch.dtype, acc_dtype: torch.dtype, k: int) -> float:
+def calc_diff_bound(out_dtype: torch.dtype, acc_dtype: torch.dtype, k: int, in_dtype: torch.dtype | None = None) -> float:
     """calc_diff allowed for a result rounded once to ``out_dtype`` after ``k`` accumulations in ``acc_dtype``
-    (and an fp32 combine): (one output ulp + k accumulator ulps + one fp32 ulp)^2, relative. A routing or
-    weight bug moves calc_diff to about 1."""
+    (and an fp32 combine): (one output ulp + k accumulator ulps + one fp32 ulp)^2, relative. fp8 inputs add
+    the tensor core's narrower accumulation between fp32 promotions (``numeric.FP8_ACCUMULATOR_BITS``, one
+    per 32-deep MMA step, at most 4 steps per promotion; an H200 run showed calc_diff ~1e-9 at K=64, above
+    the fp32-only bound). A routing or weight bug moves calc_diff to about 1."""
     eps_out = 2.0 ** -mantissa_bits(out_dtype) if out_dtype.is_floating_point else 0.0
     eps_acc = k * 2.0 ** -mantissa_bits(acc_dtype) if acc_dtype.is_floating_point else 0.0
+    if in_dtype is not None and in_dtype.is_floating_point and in_dtype.itemsize == 1:
+        eps_acc += min(-(-k // 32), 4) * 2.0 ** -FP8_ACCUMULATOR_BITS
     return (eps_out + eps_acc + 2 * FP32_EPS) ** 2
 
 
@@ -62,7 +66,7 @@ def diff_bound(cfg: MoEConfig, out_dtype: torch.dtype, in_dtype: torch.dtype) ->
     """The calc_diff bound of the GEMM's rows: the harness's for scaled recipes, else ``calc_diff_bound``."""
     if cfg.quant != "none":
         return scaled_max_diff(out_dtype)
-    return calc_diff_bound(out_dtype, rule_for(in_dtype).accumulate, cfg.hidden)
+    return calc_diff_bound(out_dtype, rule_for(in_dtype).accumulate, cfg.hidden, in_dtype)
 
 
 def _mismatch(what: str, got: torch.Tensor, want: torch.Tensor) -> str:
