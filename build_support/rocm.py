@@ -5,30 +5,34 @@ headers it reaches) and compiles .hip files with hipcc; csrc/hip is written in H
 alone. Environment:
 
   CK_DIR          CK source root (or its include/ dir); default $ROCM_PATH/include. Must be a CK-tile
-                  generation this code supports (SUPPORTED_GENERATIONS); the pinned one is the CK in
-                  the flash-attn 2.8.3 sdist (see docs/ROCM.md for the one-line fetch).
+                  generation this code supports (ck_tree.py); the pinned one is the CK in the amd-aiter
+                  0.1.7.post2.dev18 wheel: `python -m build_support.ck_fetch` fetches it (docs/ROCM.md).
   GPU_ARCHS       e.g. "gfx942" or "gfx942;gfx950"; default: the visible GPUs' archs, else both.
   CKGEMM_DTYPES   e.g. "fp16,bf16": build only these dtypes' instances (others report NotInstantiated).
   MAX_JOBS        parallel compile jobs; default min(cores, RAM / 4 GiB) (a CK TU peaks near 3 GiB).
 
 This module imports torch only inside extension(), so scripts/check_hip_compile.py can reuse the
-source lists, flags and CK checks below without a ROCm torch.
+source lists and flags below (and ck_tree's CK checks) without a ROCm torch.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
+
+from . import ck_fetch
+from .ck_tree import ck_generation, find_ck
 
 ROOT = Path(__file__).resolve().parents[1]
 HIP_DIR = ROOT / "csrc" / "hip"
-DTYPES = ("fp16", "bf16", "fp8", "int8")  # instance file prefixes; fp8 serves both fp8 flavours
+DTYPES = ("fp16", "bf16", "fp8", "int8")  # CKGEMM_DTYPES names; fp8 serves both fp8 flavours
+_ABI_DTYPES = {"F16": "fp16", "BF16": "bf16", "FP8_E4M3_FNUZ": "fp8", "I8": "int8"}
 SUPPORTED_ARCHS = ("gfx942", "gfx950")
-SUPPORTED_GENERATIONS = ("G2",)
-PINNED_CK = "flash-attn==2.8.3 (sdist: csrc/composable_kernel)"
-FETCH_CK = ("CUDA_HOME=/usr/local/cuda FLASH_ATTENTION_SKIP_CUDA_BUILD=TRUE pip download --no-deps "
-            "--no-binary :all: --no-build-isolation flash-attn==2.8.3 -d <dir>  "
-            "# then: tar xzf <dir>/flash_attn-2.8.3.tar.gz; CK_DIR=<...>/flash_attn-2.8.3/csrc/composable_kernel")
+INSTANCE_LIST = HIP_DIR / "instances.inc"
+# CKGEMM_INSTANCE(file, dtype, out, layout, scaling, tile) at the start of a line (comments do not count).
+_INSTANCE_RE = re.compile(r"^CKGEMM_INSTANCE\((\w+), (\w+), (\w+), (\w+), (\w+), (\w+)\)", re.MULTILINE)
 GIB = 1 << 30
 RAM_PER_JOB = 4 * GIB
 
@@ -61,11 +65,37 @@ def dtype_macros(dtypes) -> list[str]:
     return [f"-DCKGEMM_CK_{d.upper()}" for d in dtypes]
 
 
+@dataclass(frozen=True)
+class InstanceSpec:
+    """One line of csrc/hip/instances.inc."""
+
+    file: str
+    dtype: str  # ABI name, e.g. FP8_E4M3_FNUZ
+    out: str
+    layout: str
+    scaling: str
+    tile: str
+
+    @property
+    def source(self) -> Path:
+        return HIP_DIR / "instances" / f"{self.file}.hip"
+
+    @property
+    def dtype_name(self) -> str:  # the CKGEMM_DTYPES name
+        return _ABI_DTYPES[self.dtype]
+
+
+def instance_specs() -> list[InstanceSpec]:
+    return [InstanceSpec(*m.groups()) for m in _INSTANCE_RE.finditer(INSTANCE_LIST.read_text())]
+
+
 def instance_sources(dtypes) -> list[Path]:
-    files = sorted(p for p in (HIP_DIR / "instances").glob("*.hip") if p.name.split("_")[0] in dtypes)
-    if len(files) != 4 * len(dtypes):
-        raise SystemExit(f"ckgemm: expected 4 instance files per dtype in {HIP_DIR / 'instances'}, found {len(files)}")
-    return files
+    specs = [s for s in instance_specs() if s.dtype_name in dtypes]
+    missing = [str(s.source) for s in specs if not s.source.is_file()]
+    if missing or not specs:
+        raise SystemExit(f"ckgemm: {INSTANCE_LIST} lists missing sources {missing}" if missing else
+                         f"ckgemm: {INSTANCE_LIST} lists no instance for dtypes {list(dtypes)}")
+    return [s.source for s in specs]
 
 
 def selected_dtypes() -> list[str]:
@@ -78,58 +108,6 @@ def selected_dtypes() -> list[str]:
     if unknown or not names:
         raise SystemExit(f"CKGEMM_DTYPES={raw!r}: unknown {unknown}; choose from {', '.join(DTYPES)}")
     return [d for d in DTYPES if d in names]
-
-
-def ck_include_dir(path: str | os.PathLike) -> Path | None:
-    """The directory holding ck_tile/ for a CK root or include dir, or None."""
-    path = Path(path)
-    for candidate in (path / "include", path):
-        if (candidate / "ck_tile" / "core.hpp").is_file():
-            return candidate
-    return None
-
-
-def ck_generation(include: Path) -> str:
-    """CK-tile API generation of a CK include dir (research/ck_tile.md): G1 (early 2025), G2 (mid
-    2025, what csrc/hip is written against), G3 (late 2025+: templated grouped-GEMM args)."""
-    kernel_dir = include / "ck_tile" / "ops" / "gemm" / "kernel"
-    universal = kernel_dir / "universal_gemm_kernel.hpp"
-    grouped = kernel_dir / "grouped_gemm_kernel.hpp"
-    if not universal.is_file() or not grouped.is_file():
-        return "G1"
-    grouped_text = grouped.read_text(errors="replace")
-    if re.search(r"template\s*<[^>]*NumDTensor[^>]*>\s*struct\s+GroupedGemmHostArgs", grouped_text):
-        return "G3"
-    universal_text = universal.read_text(errors="replace")
-    takes_split_offset = "const SplitKBatchOffset& splitk_batch_offset)" in universal_text
-    if takes_split_offset and "struct GroupedGemmHostArgs" in grouped_text:
-        return "G2"
-    return "unknown"
-
-
-def require_supported_ck(include: Path, where: str) -> None:
-    generation = ck_generation(include)
-    if generation not in SUPPORTED_GENERATIONS:
-        raise SystemExit(
-            f"ckgemm: the CK headers in {include} ({where}) are CK-tile generation {generation}; csrc/hip is "
-            f"written against {', '.join(SUPPORTED_GENERATIONS)} (the CK pinned in {PINNED_CK}). Point CK_DIR "
-            f"at that CK:\n  {FETCH_CK}")
-
-
-def find_ck() -> Path:
-    if os.environ.get("CK_DIR"):
-        include = ck_include_dir(os.environ["CK_DIR"])
-        if include is None:
-            raise SystemExit(f"CK_DIR={os.environ['CK_DIR']!r} holds no include/ck_tile/core.hpp")
-        where = "CK_DIR"
-    else:
-        rocm = os.environ.get("ROCM_PATH") or os.environ.get("ROCM_HOME") or "/opt/rocm"
-        include = ck_include_dir(Path(rocm) / "include")
-        if include is None:
-            raise SystemExit(f"ckgemm: no CK-tile headers under {rocm}/include and CK_DIR is not set:\n  {FETCH_CK}")
-        where = "$ROCM_PATH/include"
-    require_supported_ck(include, where)
-    return include
 
 
 def gpu_archs() -> list[str]:
@@ -159,6 +137,23 @@ def max_jobs() -> int:
     return max(1, min(os.cpu_count() or 1, ram // RAM_PER_JOB))
 
 
+def build_info(ck_include: Path, archs, dtypes, hip: str) -> dict:
+    """What the extension records about its own build (ckgemm._C.build_info(); docs/SELFTEST.md)."""
+    source = f"CK_DIR={os.environ['CK_DIR']}" if os.environ.get("CK_DIR") else "$ROCM_PATH/include"
+    return {"backend": "ck", "archs": ";".join(archs), "dtypes": ",".join(dtypes),
+            "ck_generation": ck_generation(ck_include), "ck_commit": ck_fetch.commit_of(ck_include),
+            "ck_source": source, "ck_include": str(ck_include), "hip": hip}
+
+
+def build_info_header(info: dict, where: Path) -> Path:
+    """A header defining CKGEMM_BUILD_INFO (the JSON as a C string), force-included into every TU of the
+    ROCm build: a file, not a -D, so no shell or ninja quoting can mangle it."""
+    where.mkdir(parents=True, exist_ok=True)
+    header = where / "ckgemm_build_info.h"
+    header.write_text("#pragma once\n#define CKGEMM_BUILD_INFO " + json.dumps(json.dumps(info, sort_keys=True)) + "\n")
+    return header
+
+
 def _hip_version(torch) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", torch.version.hip.split("-")[0])[:3])
 
@@ -179,11 +174,13 @@ def extension(mode: str):
     rel = lambda p: str(Path(p).relative_to(ROOT))  # noqa: E731  setup() wants /-separated relative paths
     sources = ["csrc/bindings.cpp", "csrc/common/verify.cu", rel(HIP_DIR / "runner.hip"), rel(HIP_DIR / "registry.cpp")]
     sources += [rel(p) for p in instance_sources(dtypes)]
+    info = build_info(ck_include, archs, dtypes, torch.version.hip)
     macros = dtype_macros(dtypes) + [f"-DCKGEMM_ARCH_{a.upper()}=1" for a in archs]  # read by built_archs()
+    macros += ["-include", str(build_info_header(info, ROOT / "build" / "generated"))]
     hipcc = (CK_HIPCC_FLAGS + ck_compiler_flags(_hip_version(torch)) + macros + [f"-I{ck_include}"]
              + [f"--offload-arch={a}" for a in archs])
-    print(f"ckgemm: CK-tile backend for {', '.join(archs)}; dtypes {', '.join(dtypes)}; CK headers {ck_include}; "
-          f"MAX_JOBS={os.environ['MAX_JOBS']}")
+    print(f"ckgemm: CK-tile backend for {', '.join(archs)}; dtypes {', '.join(dtypes)}; CK headers {ck_include} "
+          f"({info['ck_generation']}, commit {info['ck_commit']}); MAX_JOBS={os.environ['MAX_JOBS']}")
     ext = cpp_extension.CUDAExtension(
         name="ckgemm._C",
         sources=sources,

@@ -152,3 +152,19 @@ def test_a_machine_that_cannot_be_read_still_gets_a_report(tmp_path, monkeypatch
     report = json.loads((out / "selftest.json").read_text())
     assert validate(report) == [] and report["checks"][0]["name"] == "environment"
     assert report["checks"][0]["verdict"] == "error" and "driver initialization" in report["checks"][0]["summary"]
+
+
+def test_visible_ck_headers_reads_the_checkouts_ck_detection(tmp_path, monkeypatch):
+    """Purpose: the selftest reports the generation of the CK a ROCm build here would use, through
+    build_support.ck_tree (a planted G2 tree: CK-tile generation detection on the CPU)."""
+    include = tmp_path / "ck" / "include"
+    kernel = include / "ck_tile" / "ops" / "gemm" / "kernel"
+    kernel.mkdir(parents=True)
+    (include / "ck_tile" / "core.hpp").write_text("// core\n")
+    g2_views = "MakeGemmTensorViews(const SplitKBatchOffset& splitk_batch_offset)\n"
+    (kernel / "universal_gemm_kernel.hpp").write_text(g2_views)
+    (kernel / "grouped_gemm_kernel.hpp").write_text("struct GroupedGemmHostArgs {};\n")
+    monkeypatch.setattr(build, "platform_kind", lambda: "rocm")
+    monkeypatch.setenv("CK_DIR", str(tmp_path / "ck"))
+    headers = build.visible_ck_headers()
+    assert headers["where"] == "CK_DIR" and headers["generation"] == "G2" and headers["supported"] == ["G3"]

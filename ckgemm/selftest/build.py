@@ -10,9 +10,10 @@ reported beside it, labelled as such.
 """
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 import os
+import sys
 from pathlib import Path
 
 import torch
@@ -114,20 +115,28 @@ def check_fp8() -> Check:
                  f"{arch(dev) or 'cpu'}", details={"dtype": found})
 
 
+def _ck_tree(root: Path):
+    """build_support.ck_tree of the checkout (it imports its siblings, so it is loaded as a package)."""
+    saved = list(sys.path)
+    sys.path.insert(0, str(root))
+    try:
+        return importlib.import_module("build_support.ck_tree")
+    finally:
+        sys.path[:] = saved
+
+
 def visible_ck_headers() -> dict | None:
     """Generation of the CK headers a build here would use now (not necessarily the built binary's)."""
     root = repo_root()
-    path = root / "build_support" / "rocm.py" if root else None
-    if platform_kind() != "rocm" or path is None or not path.is_file():
+    if platform_kind() != "rocm" or root is None or not (root / "build_support" / "ck_tree.py").is_file():
         return None
-    spec = importlib.util.spec_from_file_location("ckgemm_selftest_build_rocm", path)
-    rocm = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rocm)
+    ck_tree = _ck_tree(root)
     source = os.environ.get("CK_DIR") or str(Path(os.environ.get("ROCM_PATH") or "/opt/rocm") / "include")
-    include = rocm.ck_include_dir(source)
+    include = ck_tree.ck_include_dir(source)
     return {"where": "CK_DIR" if os.environ.get("CK_DIR") else "$ROCM_PATH/include", "path": source,
-            "generation": rocm.ck_generation(include) if include else "no ck_tile headers there",
-            "supported": list(rocm.SUPPORTED_GENERATIONS)}
+            "generation": ck_tree.ck_generation(include) if include else "no ck_tile headers there",
+            "missing": ck_tree.missing_features(include) if include else [],
+            "supported": list(ck_tree.SUPPORTED_GENERATIONS)}
 
 
 def check_build_record() -> Check:

@@ -1,25 +1,29 @@
-// The CK-tile backend of the ckgemm ABI (csrc/ckgemm.h). Decisions live in routing.h and
-// arch_rules.h (host-tested with g++); this file checks the device, stages arguments and launches.
-// No CK headers here: kernels are reached through the instance table (instance.h, registry.cpp).
+// The device-facing half of the CK backend's ckgemm ABI (csrc/ckgemm.h): device_rejects, run_list and
+// run_packed. The router (the bindings) chose the instance of every group with the table and the
+// acceptance rule (registry.cpp, rules.h); this file re-checks that rule defensively, builds the
+// per-group records on the device and launches exactly that instance, so the dispatch record names
+// the kernel each group really ran on. No CK headers here: kernels are reached through the table.
 #include <hip/hip_runtime.h>
 
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "../ckgemm.h"
+#include "../common/list_args.cuh"
 #include "../common/packed_args.cuh"
 #include "arch_rules.h"
 #include "group_args.h"
-#include "instance.h"
-#include "routing.h"
+#include "rules.h"
+#include "table.h"
 
 namespace ckgemm {
 namespace ck {
 
-// Packed form: writes each group's GroupArgs on the device from the device-resident sizes. (Kept
-// out of the anonymous namespace: a kernel template over an internal-linkage type has an
+// Sink of build_list_groups and build_packed_groups: each group's descriptor becomes its record.
+// (Not in an anonymous namespace: a kernel template over an internal-linkage type gets an
 // internal-linkage symbol, which HIP's non-RDC kernel registration does not promise to find.)
-struct PackedSink {
+struct GroupArgsSink {
   GroupArgs* out;
   __device__ void operator()(int group, const GroupDesc& desc) const { out[group] = pack_group(desc); }
 };
@@ -28,8 +32,8 @@ struct PackedSink {
 
 namespace {
 
+using ck::Entry;
 using ck::GroupArgs;
-using ck::Instance;
 
 Status fail(RunReport* report, Status status, int group, const std::string& why) {
   report_message(report, group, why);
@@ -42,174 +46,172 @@ Status hip_fail(RunReport* report, const char* what, hipError_t err) {
 
 void start_report(RunReport* report) {
   if (report == nullptr) return;
-  report->launched_groups = report->zero_filled = report->skipped = 0;
+  report->launched_groups = 0;
   report->group = -1;
   report->message[0] = '\0';
 }
 
-// gcnArchName of the current device, cached per device ordinal (it cannot change in a process).
-std::string current_arch(hipError_t* err) {
-  constexpr int kMaxDevices = 64;
-  static std::mutex mutex;
-  static std::string cache[kMaxDevices];
+// What cannot change for a device within a process, queried once per device ordinal.
+constexpr int kMaxDevices = 64;
+struct DeviceFacts {
+  std::string arch;              // gcnArchName, e.g. "gfx942:sramecc+:xnack-"
+  int compute_units = 0;
+  std::vector<int> blocks_per_cu;  // per instance id; 0 = not queried yet
+};
+std::mutex g_mutex;
+DeviceFacts g_devices[kMaxDevices];
+
+// The current device's facts (arch and CU count filled), or a HIP error.
+hipError_t current_device(DeviceFacts** facts) {
   int device = 0;
-  *err = hipGetDevice(&device);
-  if (*err != hipSuccess) return "";
-  std::lock_guard<std::mutex> lock(mutex);
-  if (device < kMaxDevices && !cache[device].empty()) return cache[device];
-  hipDeviceProp_t prop;
-  *err = hipGetDeviceProperties(&prop, device);
-  if (*err != hipSuccess) return "";
-  const std::string arch = prop.gcnArchName;
-  if (device < kMaxDevices) cache[device] = arch;
-  return arch;
+  hipError_t err = hipGetDevice(&device);
+  if (err != hipSuccess) return err;
+  if (device < 0 || device >= kMaxDevices) return hipErrorInvalidDevice;
+  DeviceFacts& f = g_devices[device];
+  if (f.arch.empty()) {
+    hipDeviceProp_t prop;
+    err = hipGetDeviceProperties(&prop, device);
+    if (err != hipSuccess) return err;
+    f.arch = prop.gcnArchName;
+    f.compute_units = prop.multiProcessorCount;
+  }
+  *facts = &f;
+  return hipSuccess;
 }
 
-// The instance for the problem (and the padded fallback when Large was asked for), after checking
-// that this device runs the problem's dtype; NotInstantiated / Unsupported otherwise.
-Status select(const Problem& p, const Instance** primary, const Instance** fallback, RunReport* report) {
-  *primary = ck::find_instance(p.dtype, p.layout, p.config);
-  *fallback = p.config == Config::Large ? ck::find_instance(p.dtype, p.layout, Config::Small) : nullptr;
-  if (*primary == nullptr)
+// Why the current device cannot run `dtype` ("" when it can), or the HIP error that stopped the query.
+std::string device_reason(DType dtype, hipError_t* err) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  DeviceFacts* facts = nullptr;
+  *err = current_device(&facts);
+  return *err == hipSuccess ? ck::arch_rejects(dtype, facts->arch) : "";
+}
+
+// Grid of a persistent launch of instance `id` over `tiles` tiles on the current device (0 on error).
+int launch_grid(int id, const Entry& e, int64_t tiles, int sm_count) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  DeviceFacts* facts = nullptr;
+  if (current_device(&facts) != hipSuccess) return 0;
+  if (facts->blocks_per_cu.size() != static_cast<size_t>(ck::instance_table().count))
+    facts->blocks_per_cu.assign(ck::instance_table().count, 0);
+  int& blocks = facts->blocks_per_cu[id];
+  if (blocks <= 0) blocks = e.inst->blocks_per_cu();
+  if (blocks <= 0) return 0;
+  return ck::persistent_grid(tiles, blocks, sm_count > 0 ? sm_count : facts->compute_units);
+}
+
+// Checks shared by both forms: the instance exists and the device runs its dtype.
+Status check_instance_and_device(int id, const Entry** entry, RunReport* report) {
+  *entry = ck::instance_table().at(id);
+  if (*entry == nullptr)
     return fail(report, Status::NotInstantiated, -1,
-                "this build has no CK instance for this dtype, layout and config (CKGEMM_DTYPES at build time)");
+                "no CK instance with id " + std::to_string(id) + " in this build");
   hipError_t err = hipSuccess;
-  const std::string arch = current_arch(&err);
-  if (err != hipSuccess) return hip_fail(report, "hipGetDeviceProperties", err);
-  const std::string why = ck::arch_rejects(p.dtype, arch);
+  const std::string why = device_reason((*entry)->info.kind.dtype, &err);
+  if (err != hipSuccess) return hip_fail(report, "querying the current device", err);
   return why.empty() ? Status::Ok : fail(report, Status::Unsupported, -1, why);
 }
 
-int compute_units(int sm_count) {
-  if (sm_count > 0) return sm_count;
-  int device = 0, cus = 0;
-  if (hipGetDevice(&device) != hipSuccess) return 0;
-  if (hipDeviceGetAttribute(&cus, hipDeviceAttributeMultiprocessorCount, device) != hipSuccess) return 0;
-  return cus;
+Status check_scratch(size_t bytes, const Buffers& buffers, RunReport* report) {
+  if (bytes <= buffers.device_bytes && (bytes == 0 || buffers.device != nullptr)) return Status::Ok;
+  return fail(report, Status::InvalidArgument, -1, "device scratch smaller than the buffer_bytes() of this call");
 }
 
-// One persistent launch over `count` device-resident argument records holding at most `tiles`.
-Status launch(const Instance& inst, const GroupArgs* device_args, int count, int64_t tiles, int sm_count,
-              hipStream_t stream, RunReport* report) {
-  if (count == 0 || tiles == 0) return Status::Ok;
-  const int blocks = inst.blocks_per_cu();
-  if (blocks <= 0)
+// The persistent GEMM over `count` records already built in device scratch.
+Status launch_gemm(int id, const Entry& e, const GroupArgs* records, int count, int64_t tiles, int sm_count,
+                   hipStream_t stream, RunReport* report) {
+  const int grid = launch_grid(id, e, tiles, sm_count);
+  if (grid <= 0)
     return fail(report, Status::BackendError, -1,
-                std::string("no resident blocks for ") + inst.traits.name +
+                std::string("no resident blocks for ") + e.info.name +
                     " on this device (is its arch among the GPU_ARCHS the extension was built for?)");
-  const int grid = ck::persistent_grid(tiles, blocks, compute_units(sm_count));
-  const int err = inst.launch(device_args, count, grid, stream);
-  return err == 0 ? Status::Ok : hip_fail(report, inst.traits.name, static_cast<hipError_t>(err));
+  const int err = e.inst->launch(records, count, grid, stream);
+  return err == 0 ? Status::Ok : hip_fail(report, e.info.name, static_cast<hipError_t>(err));
+}
+
+void finish_report(RunReport* report, const Entry& e, int launched) {
+  if (report == nullptr) return;
+  report->launched_groups = launched;
+  report_message(report, -1, e.info.name);
 }
 
 }  // namespace
 
-const char* backend_name() { return "ck"; }
-
-bool is_instantiated(const Problem& p) { return ck::find_instance(p.dtype, p.layout, p.config) != nullptr; }
-
-BufferSizes list_buffer_sizes(const Problem&, int groups, int) {
-  const size_t bytes = groups > 0 ? static_cast<size_t>(groups) * sizeof(GroupArgs) : 0;
-  return BufferSizes{bytes, bytes};
+std::string device_rejects(DType dtype) {
+  hipError_t err = hipSuccess;
+  const std::string why = device_reason(dtype, &err);
+  return err == hipSuccess ? why : std::string("cannot query the current device: ") + hipGetErrorString(err);
 }
 
-BufferSizes packed_buffer_sizes(const Problem&, int groups, int) {
-  return BufferSizes{groups > 0 ? static_cast<size_t>(groups) * sizeof(GroupArgs) : 0, 0};
-}
-
-Status run_list(const Problem& p, const GroupDesc* groups, int count, const Buffers& buffers, void* stream_ptr,
-                int sm_count, RunReport* report) {
+Status run_list(int id, const GroupDesc* groups, int count, const Buffers& buffers, void* stream_ptr, int sm_count,
+                RunReport* report) {
   start_report(report);
-  const Instance* primary = nullptr;
-  const Instance* fallback = nullptr;
-  Status status = select(p, &primary, &fallback, report);
+  if (count < 0 || (count > 0 && groups == nullptr))
+    return fail(report, Status::InvalidArgument, -1, "negative group count or null descriptor array");
+  const Entry* known = ck::instance_table().at(id);
+  for (int i = 0; known != nullptr && i < count; ++i) {  // the router's choice, re-checked
+    const std::string bad = descriptor_error(groups[i], known->info.kind.layout, known->info.kind.scaling);
+    if (!bad.empty()) return fail(report, Status::InvalidArgument, i, bad);
+    const std::string why = ck::entry_rejects(*known, groups[i]);
+    if (!why.empty()) return fail(report, Status::Unsupported, i, why);
+  }
+  const Entry* e = nullptr;
+  Status status = check_instance_and_device(id, &e, report);
   if (status != Status::Ok) return status;
-
-  const ck::ListLaunch plan = ck::plan_list_launch(groups, count, p.layout, *primary, fallback);
-  if (plan.status != Status::Ok) return fail(report, plan.status, plan.group, plan.reason);
-  const size_t staged_bytes = (plan.primary.size() + plan.fallback.size()) * sizeof(GroupArgs);
-  if (staged_bytes > buffers.host_bytes || staged_bytes > buffers.device_bytes ||
-      (staged_bytes > 0 && (buffers.host == nullptr || buffers.device == nullptr)))
-    return fail(report, Status::InvalidArgument, -1, "scratch buffers smaller than list_buffer_sizes()");
+  const int64_t tiles = ck::tile_count(e->inst->traits, groups, count);
+  if (tiles > ck::kMaxIndex)
+    return fail(report, Status::Unsupported, -1, "more than 2^31 output tiles in one call; split it");
+  status = check_scratch(static_cast<size_t>(count) * sizeof(GroupArgs), buffers, report);
+  if (status != Status::Ok) return status;
+  if (tiles == 0) {  // every group is empty (M or N is 0): nothing to launch
+    finish_report(report, *e, 0);
+    return Status::Ok;
+  }
 
   hipStream_t stream = static_cast<hipStream_t>(stream_ptr);
-  for (int i : plan.zero_fill) {  // K == 0: C = 0, row by row so a padded ldc is honoured
-    const GroupDesc& g = groups[i];
-    const size_t c_bytes = output_bytes(p.dtype);
-    const hipError_t err = hipMemset2DAsync(g.c, g.ldc * c_bytes, 0, g.n * c_bytes, g.m, stream);
-    if (err != hipSuccess) return hip_fail(report, "hipMemset2DAsync", err);
-  }
-  if (staged_bytes > 0) {
-    ck::stage_group_args(groups, plan, static_cast<GroupArgs*>(buffers.host));
-    const hipError_t err = hipMemcpyAsync(buffers.device, buffers.host, staged_bytes, hipMemcpyHostToDevice, stream);
-    if (err != hipSuccess) return hip_fail(report, "hipMemcpyAsync", err);
-  }
-  const GroupArgs* device_args = static_cast<const GroupArgs*>(buffers.device);
-  const int n_primary = static_cast<int>(plan.primary.size());
-  status = launch(*primary, device_args, n_primary, ck::tile_count(primary->traits, groups, plan.primary), sm_count,
-                  stream, report);
-  if (status == Status::Ok && !plan.fallback.empty())
-    status = launch(*fallback, device_args + n_primary, static_cast<int>(plan.fallback.size()),
-                    ck::tile_count(fallback->traits, groups, plan.fallback), sm_count, stream, report);
-  if (report != nullptr) {
-    if (status == Status::Ok) report_message(report, -1, ck::launch_summary(plan, *primary, fallback));
-    report->launched_groups = static_cast<int32_t>(plan.primary.size() + plan.fallback.size());
-    report->zero_filled = static_cast<int32_t>(plan.zero_fill.size());
-    report->skipped = static_cast<int32_t>(plan.skipped.size());
-  }
+  GroupArgs* records = static_cast<GroupArgs*>(buffers.device);
+  const int err = for_each_list_chunk(groups, count, [&](const ListChunk& chunk) {
+    hipLaunchKernelGGL((build_list_groups<ck::GroupArgsSink>), dim3(1), dim3(kListChunk), 0, stream, chunk,
+                       ck::GroupArgsSink{records});
+    return static_cast<int>(hipGetLastError());
+  });
+  if (err != 0) return hip_fail(report, "build_list_groups", static_cast<hipError_t>(err));
+  status = launch_gemm(id, *e, records, count, tiles, sm_count, stream, report);
+  if (status == Status::Ok) finish_report(report, *e, count);
   return status;
 }
 
-Status run_packed(const Problem& p, const PackedArgs& args, const Buffers& buffers, void* stream_ptr, int sm_count,
+Status run_packed(int id, const PackedArgs& args, const Buffers& buffers, void* stream_ptr, int sm_count,
                   RunReport* report) {
   start_report(report);
-  const Instance* primary = nullptr;
-  const Instance* fallback = nullptr;
-  Status status = select(p, &primary, &fallback, report);
-  if (status != Status::Ok) return status;
-  const std::string bad = packed_descriptor_error(args, p.layout);
-  if (!bad.empty()) return fail(report, Status::InvalidArgument, -1, bad);
-
-  // N, K, strides and base pointers are shared by every group, so one instance takes all of them.
-  const bool compute = args.rows > 0 && args.n > 0 && args.k > 0;
-  const Instance* inst = primary;
-  if (compute) {
-    const std::string why = ck::packed_rejects(*primary, p.layout, args);
-    if (!why.empty()) {
-      const std::string fallback_why =
-          fallback == nullptr ? std::string("no fallback config") : ck::packed_rejects(*fallback, p.layout, args);
-      if (!fallback_why.empty())
-        return fail(report, Status::Unsupported, 0, why + "; fallback: " + fallback_why + " (applies to every group)");
-      inst = fallback;
-    }
+  const Entry* known = ck::instance_table().at(id);
+  if (known != nullptr) {  // the router's choice, re-checked
+    const Kind& kind = known->info.kind;
+    const std::string bad = packed_descriptor_error(args, kind.layout, known->inst->traits.a_bytes, kind.scaling);
+    if (!bad.empty()) return fail(report, Status::InvalidArgument, -1, bad);
+    const std::string why = ck::entry_rejects_packed(*known, args);
+    if (!why.empty()) return fail(report, Status::Unsupported, -1, why + " (applies to every group)");
   }
-  const size_t arg_bytes = static_cast<size_t>(args.groups) * sizeof(GroupArgs);
-  if (arg_bytes > buffers.device_bytes || (arg_bytes > 0 && buffers.device == nullptr))
-    return fail(report, Status::InvalidArgument, -1, "device scratch smaller than packed_buffer_sizes()");
+  const Entry* e = nullptr;
+  Status status = check_instance_and_device(id, &e, report);
+  if (status != Status::Ok) return status;
+  status = check_scratch(args.groups > 0 ? static_cast<size_t>(args.groups) * sizeof(GroupArgs) : 0, buffers, report);
+  if (status != Status::Ok) return status;
 
   hipStream_t stream = static_cast<hipStream_t>(stream_ptr);
-  GroupArgs* device_args = static_cast<GroupArgs*>(buffers.device);
+  GroupArgs* records = static_cast<GroupArgs*>(buffers.device);
   // Always run the builder: it checks the sizes on the device (writing sizes_ok when given, else
   // trapping on bad sizes), even when no GEMM work is left.
-  hipLaunchKernelGGL((build_packed_groups<ck::PackedSink>), dim3(1), dim3(kPackedBuilderThreads), 0, stream, args,
-                     element_bytes(p.dtype), output_bytes(p.dtype), ck::PackedSink{device_args});
-  hipError_t err = hipGetLastError();
+  hipLaunchKernelGGL((build_packed_groups<ck::GroupArgsSink>), dim3(1), dim3(kPackedBuilderThreads), 0, stream, args,
+                     e->inst->traits.a_bytes, e->inst->traits.c_bytes, ck::GroupArgsSink{records});
+  const hipError_t err = hipGetLastError();
   if (err != hipSuccess) return hip_fail(report, "build_packed_groups", err);
-
-  if (args.rows > 0 && args.n > 0 && args.k == 0) {  // every group's C is zeros
-    const size_t c_bytes = output_bytes(p.dtype);
-    err = hipMemset2DAsync(args.c, args.ldc * c_bytes, 0, args.n * c_bytes, args.rows, stream);
-    if (err != hipSuccess) return hip_fail(report, "hipMemset2DAsync", err);
+  const bool compute = args.groups > 0 && args.rows > 0 && args.n > 0;
+  if (compute) {
+    status = launch_gemm(id, *e, records, args.groups, ck::packed_tile_bound(e->inst->traits, args), sm_count, stream,
+                         report);
   }
-  if (compute)
-    status = launch(*inst, device_args, args.groups, ck::packed_tile_bound(inst->traits, args), sm_count, stream,
-                    report);
-  if (report != nullptr) {
-    if (status == Status::Ok && compute) report_message(report, -1, std::string(inst->traits.name) + ": every group");
-    report->launched_groups = compute ? args.groups : 0;
-    report->zero_filled = args.rows > 0 && args.n > 0 && args.k == 0 ? args.groups : 0;
-    report->skipped = args.rows == 0 || args.n == 0 ? args.groups : 0;
-  }
+  if (status == Status::Ok) finish_report(report, *e, compute ? args.groups : 0);
   return status;
 }
 
