@@ -1,8 +1,19 @@
 """Decides what setup.py builds. The torch build decides the backend: CUDA -> CUTLASS, ROCm -> CK-tile,
 CPU -> nothing (pure Python, the reference backend). CKGEMM_NATIVE=0 forces the native build off;
 CKGEMM_NATIVE=1 turns "cannot build" into an error instead of a pure-Python install."""
+import json
 import os
+import subprocess
 import warnings
+from pathlib import Path
+
+# The backend-independent half of ckgemm._C (the torch ops, the executor, the shared launches, the verifier);
+# each backend adds its runner and instances (cuda.py, rocm.py). torch's ROCm build hipifies these.
+SHARED_SOURCES = ["csrc/bindings.cpp", "csrc/execute.cpp", "csrc/launch.cu", "csrc/common/verify.cu"]
+
+# Where the build writes ckgemm_build_info.h (on the include path of every TU; only csrc/bindings.cpp reads it,
+# so a new record rebuilds that one file).
+GENERATED = Path(__file__).resolve().parents[1] / "build" / "generated"
 
 _OFF = {"0", "off", "false", "no"}
 _ON = {"1", "on", "true", "yes"}
@@ -44,3 +55,29 @@ def native_extension():
             return _skip(mode, f"torch {torch.__version__} is a CPU build")
         return [], {}
     return extension(mode)
+
+
+def source_commit() -> str:
+    """The checkout's git commit (with ``+dirty`` for uncommitted changes), or ``unknown`` outside git."""
+    root = GENERATED.parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    if head.returncode != 0:
+        return "unknown"
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def build_info_header(info: dict, where: Path = GENERATED) -> Path:
+    """``ckgemm_build_info.h`` defining CKGEMM_BUILD_INFO, the JSON record of this build as a C string, which
+    csrc/bindings.cpp serves as ``ckgemm._C.build_info()`` (docs/SELFTEST.md): a file, not a -D, so no shell
+    or ninja quoting can mangle it."""
+    where.mkdir(parents=True, exist_ok=True)
+    header = where / "ckgemm_build_info.h"
+    text = "#pragma once\n#define CKGEMM_BUILD_INFO " + json.dumps(json.dumps(info, sort_keys=True)) + "\n"
+    if not header.is_file() or header.read_text() != text:  # unchanged: no rebuild of bindings.cpp
+        header.write_text(text)
+    return header

@@ -13,6 +13,8 @@ import re
 import shutil
 from pathlib import Path
 
+from . import GENERATED, SHARED_SOURCES, build_info_header, source_commit
+
 ROOT = Path(__file__).resolve().parents[1]
 CUDA_DIR = ROOT / "csrc" / "cuda"
 GB_PER_JOB = 4.0
@@ -23,8 +25,7 @@ _ABI_TO_FILTER = {"F16": "fp16", "BF16": "bf16", "FP8_E4M3": "fp8", "I8": "int8"
 
 
 # Everything but the instances: the torch bindings and executor, the verifier, the CUTLASS runner and rules.
-NATIVE_SOURCES = ["csrc/bindings.cpp", "csrc/execute.cpp", "csrc/launch.cu", "csrc/common/verify.cu",
-                  "csrc/cuda/runner.cu", "csrc/cuda/rules.cpp"]
+NATIVE_SOURCES = SHARED_SOURCES + ["csrc/cuda/runner.cu", "csrc/cuda/rules.cpp"]
 
 
 def cutlass_include_dirs() -> list[str]:
@@ -41,11 +42,23 @@ def cutlass_include_dirs() -> list[str]:
     missing = [str(d) for d in dirs if not d.is_dir()]
     if missing:
         raise SystemExit(f"ckgemm: CUTLASS include dirs missing under {root}: {missing}")
-    version = (dirs[0] / "cutlass" / "version.h").read_text()
-    major = int(re.search(r"#define CUTLASS_MAJOR (\d+)", version).group(1))
+    major = int(cutlass_version(dirs[0]).split(".")[0])
     if major < 4:
         raise SystemExit(f"ckgemm: CUTLASS {major}.x found at {root}; ckgemm needs CUTLASS 4.x (SM90 ptr-array grouped)")
     return [str(d) for d in dirs]
+
+
+def cutlass_version(include: Path) -> str:
+    """``major.minor.patch`` from ``cutlass/version.h`` under ``include``."""
+    text = (Path(include) / "cutlass" / "version.h").read_text()
+    return ".".join(re.search(rf"#define CUTLASS_{part} (\d+)", text).group(1) for part in ("MAJOR", "MINOR", "PATCH"))
+
+
+def build_info(include: Path, dtypes, cuda: str) -> dict:
+    """What the extension records about its own build (ckgemm._C.build_info(); docs/SELFTEST.md)."""
+    return {"backend": "cutlass", "archs": "sm_90a", "dtypes": ",".join(sorted(dtypes)),
+            "cutlass_version": cutlass_version(include), "cutlass_include": str(include), "cuda": cuda,
+            "ckgemm_commit": source_commit()}
 
 
 def selected_dtypes() -> set[str]:
@@ -102,10 +115,14 @@ def extension(mode: str):
     os.environ.setdefault("MAX_JOBS", str(default_max_jobs()))
     dtypes = selected_dtypes()
     sources = NATIVE_SOURCES + instance_sources(dtypes)
+    include_dirs = cutlass_include_dirs()
+    import torch
+
+    build_info_header(build_info(Path(include_dirs[0]), dtypes, torch.version.cuda))
     ext = CUDAExtension(
         name="ckgemm._C",
         sources=sources,
-        include_dirs=[str(ROOT / "csrc")] + cutlass_include_dirs(),
+        include_dirs=[str(ROOT / "csrc"), str(GENERATED)] + include_dirs,
         extra_compile_args={"cxx": ["-O3"], "nvcc": nvcc_flags(dtypes)},
     )
     return [ext], {"build_ext": BuildExtension.with_options(use_ninja=True)}

@@ -16,13 +16,12 @@ source lists and flags below (and ck_tree's CK checks) without a ROCm torch.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import ck_fetch
+from . import GENERATED, SHARED_SOURCES, build_info_header, ck_fetch, source_commit
 from .ck_tree import ck_generation, find_ck
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -142,20 +141,18 @@ def build_info(ck_include: Path, archs, dtypes, hip: str) -> dict:
     source = f"CK_DIR={os.environ['CK_DIR']}" if os.environ.get("CK_DIR") else "$ROCM_PATH/include"
     return {"backend": "ck", "archs": ";".join(archs), "dtypes": ",".join(dtypes),
             "ck_generation": ck_generation(ck_include), "ck_commit": ck_fetch.commit_of(ck_include),
-            "ck_source": source, "ck_include": str(ck_include), "hip": hip}
-
-
-def build_info_header(info: dict, where: Path) -> Path:
-    """A header defining CKGEMM_BUILD_INFO (the JSON as a C string), force-included into every TU of the
-    ROCm build: a file, not a -D, so no shell or ninja quoting can mangle it."""
-    where.mkdir(parents=True, exist_ok=True)
-    header = where / "ckgemm_build_info.h"
-    header.write_text("#pragma once\n#define CKGEMM_BUILD_INFO " + json.dumps(json.dumps(info, sort_keys=True)) + "\n")
-    return header
+            "ck_source": source, "ck_include": str(ck_include), "hip": hip, "ckgemm_commit": source_commit()}
 
 
 def _hip_version(torch) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", torch.version.hip.split("-")[0])[:3])
+
+
+def extension_sources(dtypes) -> list[str]:
+    """Every TU of the ROCm ckgemm._C: the shared half, the HIP runner and registry, the selected instances."""
+    rel = lambda p: str(Path(p).relative_to(ROOT))  # noqa: E731  setup() wants /-separated relative paths
+    return (SHARED_SOURCES + [rel(HIP_DIR / "runner.hip"), rel(HIP_DIR / "registry.cpp")]
+            + [rel(p) for p in instance_sources(dtypes)])
 
 
 def extension(mode: str):
@@ -171,12 +168,10 @@ def extension(mode: str):
     dtypes, archs = selected_dtypes(), gpu_archs()
     os.environ["MAX_JOBS"] = str(max_jobs())  # read by torch's ninja build
 
-    rel = lambda p: str(Path(p).relative_to(ROOT))  # noqa: E731  setup() wants /-separated relative paths
-    sources = ["csrc/bindings.cpp", "csrc/common/verify.cu", rel(HIP_DIR / "runner.hip"), rel(HIP_DIR / "registry.cpp")]
-    sources += [rel(p) for p in instance_sources(dtypes)]
+    sources = extension_sources(dtypes)
     info = build_info(ck_include, archs, dtypes, torch.version.hip)
     macros = dtype_macros(dtypes) + [f"-DCKGEMM_ARCH_{a.upper()}=1" for a in archs]  # read by built_archs()
-    macros += ["-include", str(build_info_header(info, ROOT / "build" / "generated"))]
+    build_info_header(info)
     hipcc = (CK_HIPCC_FLAGS + ck_compiler_flags(_hip_version(torch)) + macros + [f"-I{ck_include}"]
              + [f"--offload-arch={a}" for a in archs])
     print(f"ckgemm: CK-tile backend for {', '.join(archs)}; dtypes {', '.join(dtypes)}; CK headers {ck_include} "
@@ -184,7 +179,7 @@ def extension(mode: str):
     ext = cpp_extension.CUDAExtension(
         name="ckgemm._C",
         sources=sources,
-        include_dirs=[str(ROOT / "csrc")],
+        include_dirs=[str(ROOT / "csrc"), str(GENERATED)],
         extra_compile_args={"cxx": ["-O3"] + macros, "nvcc": hipcc},
     )
     return [ext], {"build_ext": cpp_extension.BuildExtension.with_options(use_ninja=True)}

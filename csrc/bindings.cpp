@@ -10,6 +10,9 @@
 #include "ckgemm.h"
 #include "common/verify_op.h"
 #include "execute.h"
+#if __has_include("ckgemm_build_info.h")
+#include "ckgemm_build_info.h"  // build/generated: what this build was made from (build_support/__init__.py)
+#endif
 
 namespace {
 
@@ -97,4 +100,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("instance_names", &instance_names, "display names of the instances, by id");
   m.def("instances", &instances, "every instance of this build, with its kind, tile and cluster");
   m.def("last_report", &last_report, "(op, dtype, layout, recipe, out, routes) of this thread's last native call");
+#ifdef CKGEMM_BUILD_INFO
+  m.def("build_info", [] { return std::string(CKGEMM_BUILD_INFO); }, "this build's record (JSON; docs/SELFTEST.md)");
+#endif
 }

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # build_support is not an installed package
-from build_support import ck_fetch, ck_tree, rocm  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # build_support is not an installed package
+from build_support import build_info_header, ck_fetch, ck_tree, rocm, source_commit  # noqa: E402
 
 KERNEL = "include/ck_tile/ops/gemm/kernel"
 G2_UNIVERSAL = "CK_TILE_DEVICE static auto MakeGemmTensorViews(const SplitKBatchOffset& splitk_batch_offset)\n"
@@ -159,12 +160,40 @@ def test_build_records_the_ck_it_was_built_from(tmp_path, monkeypatch):
     info = rocm.build_info(tree, ["gfx942", "gfx950"], ["fp16", "fp8"], "7.0.2")
     assert info["ck_generation"] == "G3" and info["ck_source"] == f"CK_DIR={tree}"
     assert (info["backend"], info["archs"], info["dtypes"]) == ("ck", "gfx942;gfx950", "fp16,fp8")
+    assert info["ckgemm_commit"] == source_commit()
     cxx = shutil.which("g++") or shutil.which("clang++")
     if cxx is None:
         pytest.skip("no C++ compiler to check the generated header")
-    header = rocm.build_info_header(info, tmp_path / "gen")
-    main = tmp_path / "main.cpp"
-    main.write_text("#include <cstdio>\nint main() { std::fputs(CKGEMM_BUILD_INFO, stdout); }\n")
-    subprocess.run([cxx, "-include", str(header), str(main), "-o", str(tmp_path / "main")], check=True)
+    header = build_info_header(info, tmp_path / "gen")
+    main = tmp_path / "main.cpp"  # as csrc/bindings.cpp reads it: from the include path
+    main.write_text(f'#include <cstdio>\n#include "{header.name}"\nint main() {{ std::fputs(CKGEMM_BUILD_INFO, stdout); }}\n')
+    subprocess.run([cxx, f"-I{header.parent}", str(main), "-o", str(tmp_path / "main")], check=True)
     out = subprocess.run([str(tmp_path / "main")], capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == info
+
+
+def test_both_builds_compile_the_shared_half_and_every_source_exists():
+    """The torch ops, executor and shared launches are in the ROCm build as in the CUDA one (a ROCm build
+    without csrc/execute.cpp would not link)."""
+    from build_support import SHARED_SOURCES, cuda
+
+    hip = rocm.extension_sources(["fp16", "bf16", "fp8", "int8"])
+    nv = cuda.NATIVE_SOURCES + cuda.instance_sources({"fp16", "bf16", "fp8", "int8"})
+    for sources in (hip, nv):
+        assert set(SHARED_SOURCES) <= set(sources)
+        assert all((ROOT / s).is_file() for s in sources), [s for s in sources if not (ROOT / s).is_file()]
+    assert "csrc/hip/runner.hip" in hip and "csrc/cuda/runner.cu" in nv
+
+
+def test_cuda_build_records_cutlass_and_the_commit(tmp_path):
+    from build_support import cuda
+
+    include = tmp_path / "include"
+    (include / "cutlass").mkdir(parents=True)
+    (include / "cutlass" / "version.h").write_text(
+        "#define CUTLASS_MAJOR 4\n#define CUTLASS_MINOR 2\n#define CUTLASS_PATCH 0\n")
+    info = cuda.build_info(include, {"fp8", "bf16"}, "13.0")
+    assert (info["backend"], info["archs"], info["dtypes"], info["cutlass_version"], info["cuda"]) == (
+        "cutlass", "sm_90a", "bf16,fp8", "4.2.0", "13.0")
+    commit = source_commit()
+    assert commit == "unknown" or re.fullmatch(r"[0-9a-f]{40}(\+dirty)?", commit)

@@ -9,6 +9,7 @@ One module per idea; this package never imports ckgemm's ops, so it judges them 
 - ``shapes``   seeded shape generators with purpose labels (uniform, variable, MoE splits, edges, sweeps)
 - ``data``     seeded inputs and NaN-poisoned outputs
 - ``bench``    device-event timing, cold caches, graph replay, paired A/B
+- ``kineto``   breakdown(fn): an eager call's kernels and host gap, through the PyTorch profiler
 - ``roofline`` datasheet and measured ceilings, FLOPs and bytes of real sizes
 - ``report``, ``baseline``, ``plot``   tables, markdown/JSON, regression gate, roofline PNG
 - ``verify``   gpu_verify: on-device statistics (fused kernel in csrc/common/verify.cuh, torch fallback)
@@ -24,6 +25,7 @@ from .baseline import compare, load_baseline, save_baseline
 from .bench import BenchResult, PairedResult, bench, paired_ab, rotating_copies
 from .check import CheckReport, check, group_tolerance
 from .data import group_inputs, packed_inputs, poisoned, random_tensor
+from .kineto import Breakdown, breakdown
 from .numeric import ErrorStats, calc_diff, error_stats, mismatch_mask, tolerance
 from .plot import plot_roofline
 from .quant import (
@@ -35,6 +37,8 @@ from .quant import (
     dequant,
     per_block_cast_to_fp8,
     per_channel_cast_to_fp8,
+    per_row_cast_to_fp8,
+    per_tensor_cast_to_fp8,
     per_token_cast_to_fp8,
 )
 from .reference import gemm_reference, grouped_gemm_reference, grouped_gemm_reference_packed
@@ -44,11 +48,12 @@ from .shapes import Case
 from .verify import VerifyStats, gpu_verify
 
 __all__ = [
-    "BenchResult", "Case", "Ceilings", "CheckReport", "ErrorStats", "PairedResult", "Quantized", "Report",
-    "VerifyStats", "baseline", "bench", "calc_diff", "cast_to_fp4", "cast_to_fp8", "cast_to_int8",
+    "BenchResult", "Breakdown", "Case", "Ceilings", "CheckReport", "ErrorStats", "PairedResult", "Quantized", "Report",
+    "VerifyStats", "baseline", "bench", "breakdown", "calc_diff", "cast_to_fp4", "cast_to_fp8", "cast_to_int8",
     "ceil_to_ue8m0", "check", "compare", "data", "dequant", "device_info", "error_stats", "gemm_reference",
     "gpu_verify", "group_inputs", "group_tolerance", "grouped_gemm_reference", "grouped_gemm_reference_packed",
     "load_baseline", "measure_ceilings", "mismatch_mask", "packed_inputs", "paired_ab", "peak_for_device",
-    "per_block_cast_to_fp8", "per_channel_cast_to_fp8", "per_token_cast_to_fp8", "plot_roofline", "poisoned",
+    "per_block_cast_to_fp8", "per_channel_cast_to_fp8", "per_row_cast_to_fp8", "per_tensor_cast_to_fp8",
+    "per_token_cast_to_fp8", "plot_roofline", "poisoned",
     "quant", "random_tensor", "roofline", "rotating_copies", "save_baseline", "shapes", "tolerance",
 ]
