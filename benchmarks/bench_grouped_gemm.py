@@ -9,7 +9,6 @@ Ceilings (copy bandwidth, dense matmul TFLOP/s) are measured in the same run. Wr
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -23,6 +22,7 @@ from ckgemm.testing.data import poisoned, random_tensor  # noqa: E402
 from ckgemm.testing.peers import peers as find_peers  # noqa: E402
 from ckgemm.testing.roofline import group_bytes  # noqa: E402
 
+import common  # noqa: E402
 from cases import all_cases  # noqa: E402
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": None, "int8": torch.int8}
@@ -123,23 +123,16 @@ def dense_tflops(device, size: int) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = common.parser(__doc__, iters=30, warmup=5)
     parser.add_argument("--dtype", default="bf16,fp16,fp8,int8")
-    parser.add_argument("--cases", default="", help="comma-separated substrings of case names (default: all)")
-    parser.add_argument("--iters", type=int, default=30)
-    parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--graph", action="store_true", help="also time CUDA-graph replays (no host overhead)")
     parser.add_argument("--only-ours", action="store_true", help="skip the peers (tuning runs)")
     parser.add_argument("--sync", action="store_true",
                         help="synchronise before each eager call: end-to-end time with all host overhead")
-    parser.add_argument("--json")
-    parser.add_argument("--markdown")
     args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print("benchmarks need a GPU; nothing to do")
+    device = common.gpu_device()
+    if device is None:
         return 2
-    device = torch.device("cuda")
     names = [d.strip() for d in args.dtype.split(",") if d.strip()]
     ceilings = measure_ceilings(device)
     dense = dense_tflops(device, 4096)
@@ -148,17 +141,13 @@ def main() -> int:
                                               "dense_4096": dense, "seed": args.seed})
     lines = []
     for bc in all_cases(args.seed):
-        if args.cases and not any(s in bc.name for s in args.cases.split(",")):
+        if not common.selected(bc.name, args):
             continue
         for name in names:
             dtype = DTYPES[name] or ckgemm.fp8_dtype_for(device)
             lines.append(run_case(bc, name, dtype, device, args, report, ceilings, dense))
             print(tabulate([lines[-1]], headers="keys", floatfmt=".4g"), flush=True)
-    print(tabulate(lines, headers="keys", floatfmt=".4g"))
-    if args.json:
-        report.write_json(args.json)
-    if args.markdown:
-        report.write_markdown(args.markdown)
+    common.finish(report, lines, args)
     return 0
 
 

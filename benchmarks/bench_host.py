@@ -8,7 +8,6 @@ breakdown (kernel time and host gap per call), and the seed-style back-to-back l
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 
@@ -19,6 +18,8 @@ import ckgemm
 from ckgemm.testing import Report, bench, device_info
 from ckgemm.testing.data import random_tensor
 from ckgemm.testing.kineto import breakdown
+
+import common  # benchmarks/common.py: this script's folder is on sys.path
 
 CASES = {  # name: per-group (M, N, K)
     "seed-default 3x1024^3": [(1024, 1024, 1024)] * 3,
@@ -95,33 +96,22 @@ def run(name, shapes, dtype_name, dtype, args, device, report):
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dtype", default="bf16,fp16,fp8,int8")
-    parser.add_argument("--cases", default="")
-    parser.add_argument("--iters", type=int, default=50)
-    parser.add_argument("--warmup", type=int, default=10)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json")
-    parser.add_argument("--markdown")
-    args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print("benchmarks need a GPU; nothing to do")
+    p = common.parser(__doc__, iters=50, warmup=10)
+    p.add_argument("--dtype", default="bf16,fp16,fp8,int8")
+    args = p.parse_args()
+    device = common.gpu_device()
+    if device is None:
         return 2
-    device = torch.device("cuda")
     report = Report("ckgemm host overhead vs peers", meta={**device_info.environment(device), "seed": args.seed})
     rows = []
     for name, shapes in CASES.items():
-        if args.cases and not any(s in name for s in args.cases.split(",")):
+        if not common.selected(name, args):
             continue
         for dtype_name in args.dtype.split(","):
             dtype = DTYPES[dtype_name] or ckgemm.fp8_dtype_for(device)
             rows += run(name, shapes, dtype_name, dtype, args, device, report)
             print(tabulate(rows[-3:], headers="keys", floatfmt=".1f"), flush=True)
-    print(tabulate(rows, headers="keys", floatfmt=".1f"))
-    if args.json:
-        report.write_json(args.json)
-    if args.markdown:
-        report.write_markdown(args.markdown)
+    common.finish(report, rows, args, ".1f")
     return 0
 
 

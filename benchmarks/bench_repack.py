@@ -7,7 +7,6 @@ RC (the native layout) on the same data, in one process. Graph replay and end to
 """
 from __future__ import annotations
 
-import argparse
 import sys
 
 import torch
@@ -17,6 +16,8 @@ import ckgemm
 from ckgemm.testing import Report, bench, device_info, measure_ceilings
 from ckgemm.testing.data import random_tensor
 from ckgemm.testing import shapes
+
+import common  # benchmarks/common.py: this script's folder is on sys.path
 
 CASES = {"DeepSeek-V3 decode": (32, 512, 4096, 7168), "DeepSeek-V3 prefill": (32, 32768, 4096, 7168)}
 
@@ -66,17 +67,10 @@ def rr_case(name, dtype, device, args, report) -> list[dict]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--iters", type=int, default=20)
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json")
-    parser.add_argument("--markdown")
-    args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print("benchmarks need a GPU; nothing to do")
+    args = common.parser(__doc__, iters=20, warmup=3, cases=False).parse_args()
+    device = common.gpu_device()
+    if device is None:
         return 2
-    device = torch.device("cuda")
     ceilings = measure_ceilings(device)
     report = Report("ckgemm 8-bit RR and repack", meta={**device_info.environment(device),
                                                          "ceilings": ceilings.to_dict()})
@@ -90,11 +84,7 @@ def main() -> int:
             rows += rr_case(name, dtype, device, args, report)
             print(tabulate(rows[-3:], headers="keys", floatfmt=".4g"), flush=True)
             torch.cuda.empty_cache()
-    print(tabulate(rows, headers="keys", floatfmt=".4g"))
-    if args.json:
-        report.write_json(args.json)
-    if args.markdown:
-        report.write_markdown(args.markdown)
+    common.finish(report, rows, args)
     return 0
 
 

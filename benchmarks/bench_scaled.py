@@ -9,7 +9,6 @@ before it is timed. End to end (device idle at the start) and CUDA-graph replay.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 
 import torch
@@ -19,6 +18,8 @@ import ckgemm
 from ckgemm.testing import Report, bench, calc_diff, device_info, gpu_verify, grouped_gemm_reference_packed
 from ckgemm.testing import measure_ceilings, quant, shapes
 from ckgemm.testing.numeric import scaled_max_diff, scaled_tolerance
+
+import common  # benchmarks/common.py: this script's folder is on sys.path
 
 CASES = {  # name: (experts, tokens, N, K, decode)
     "DeepSeek-V3 prefill": (32, 32768, 4096, 7168, False),
@@ -160,27 +161,20 @@ def run(name, recipe, dtype, args, device, report, ceilings):
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--recipes", default="block,row,tensor")
-    parser.add_argument("--cases", default="", help="comma-separated substrings of case names (default: all)")
-    parser.add_argument("--int8", action="store_true", help="also int8 with row and tensor scales")
-    parser.add_argument("--iters", type=int, default=20)
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json")
-    parser.add_argument("--markdown")
-    args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print("benchmarks need a GPU; nothing to do")
+    p = common.parser(__doc__, iters=20, warmup=3)
+    p.add_argument("--recipes", default="block,row,tensor")
+    p.add_argument("--int8", action="store_true", help="also int8 with row and tensor scales")
+    args = p.parse_args()
+    device = common.gpu_device()
+    if device is None:
         return 2
-    device = torch.device("cuda")
     ceilings = measure_ceilings(device)
     report = Report("ckgemm scaled fp8 vs peers", meta={**device_info.environment(device),
                                                          "ceilings": ceilings.to_dict(), "seed": args.seed})
     rows = []
     fp8 = ckgemm.fp8_dtype_for(device)
     for name in CASES:
-        if args.cases and not any(s in name for s in args.cases.split(",")):
+        if not common.selected(name, args):
             continue
         for recipe in args.recipes.split(","):
             for dtype in [fp8] + ([torch.int8] if args.int8 and recipe != "block" else []):
@@ -190,11 +184,7 @@ def main() -> int:
                     rows.append({"case": name, "recipe": recipe, "dtype": str(dtype), "notes": f"FAILED: {exc}"[:300]})
                 print(tabulate([rows[-1]], headers="keys", floatfmt=".4g"), flush=True)
                 torch.cuda.empty_cache()
-    print(tabulate(rows, headers="keys", floatfmt=".4g"))
-    if args.json:
-        report.write_json(args.json)
-    if args.markdown:
-        report.write_markdown(args.markdown)
+    common.finish(report, rows, args)
     return 1 if any("FAILED" in r.get("notes", "") for r in rows) else 0
 
 

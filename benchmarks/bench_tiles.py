@@ -8,7 +8,6 @@ is what csrc/cuda/rules.cpp's selection rule is derived from (docs/PERF.md).
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -19,6 +18,8 @@ import ckgemm
 from ckgemm.backends.native import _C
 from ckgemm.testing import Report, bench, device_info, shapes
 from ckgemm.testing.data import random_tensor
+
+import common  # benchmarks/common.py: this script's folder is on sys.path
 
 CASES = {  # name: (experts, tokens, N, K)
     "uniform 8x4096^3": (8, 8 * 4096, 4096, 4096),
@@ -47,7 +48,7 @@ def run(name, dtype_name, args, device, report):
     b = random_tensor((experts, n, k), dtype, gen, device)
     gs = torch.tensor(case.ms, dtype=torch.int32, device=device)
     out = torch.empty((tokens, n), dtype=dtype, device=device)
-    timed = dict(warmup=2, iters=args.iters, device=device, graph=True, telemetry=False)
+    timed = dict(warmup=args.warmup, iters=args.iters, device=device, graph=True, telemetry=False)
     os.environ.pop("CKGEMM_CONFIG", None)
     ckgemm.grouped_gemm_packed(a, b, gs, out=out)
     default = str(ckgemm.last_dispatch()).split(": ", 1)[-1]
@@ -88,32 +89,22 @@ def run(name, dtype_name, args, device, report):
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dtype", default="bf16,fp16")
-    parser.add_argument("--cases", default="")
-    parser.add_argument("--iters", type=int, default=10)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json")
-    parser.add_argument("--markdown")
-    args = parser.parse_args()
-    if not torch.cuda.is_available() or _C is None:
-        print("needs a GPU and the native extension; nothing to do")
+    p = common.parser(__doc__, iters=10, warmup=2)
+    p.add_argument("--dtype", default="bf16,fp16")
+    args = p.parse_args()
+    device = common.gpu_device(needs_native=True)
+    if device is None:
         return 2
-    device = torch.device("cuda")
     report = Report("16-bit tiles", meta=device_info.environment(device))
     rows = []
     for name in CASES:
-        if args.cases and not any(s in name for s in args.cases.split(",")):
+        if not common.selected(name, args):
             continue
         for dtype_name in args.dtype.split(","):
             rows += run(name, dtype_name, args, device, report)
             print(tabulate(rows[-4:], headers="keys", floatfmt=".4g"), flush=True)
             torch.cuda.empty_cache()
-    print(tabulate(rows, headers="keys", floatfmt=".4g"))
-    if args.json:
-        report.write_json(args.json)
-    if args.markdown:
-        report.write_markdown(args.markdown)
+    common.finish(report, rows, args)
     return 0
 
 
