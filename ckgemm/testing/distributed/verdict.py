@@ -8,6 +8,7 @@ still learns the verdict.
 """
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass
 
 import torch
@@ -52,10 +53,19 @@ def world_verdict(local: LocalVerdict, broken: bool, applied: dict, control, ran
 
 
 def gather_to_rank0(obj, control, rank: int, world: int):
-    """Every rank's ``obj`` as a list on rank 0 (None elsewhere)."""
-    out = [None] * world if rank == 0 else None
-    dist.gather_object(obj, out, dst=0, group=control)
-    return out
+    """Every rank's ``obj`` as a list on rank 0 (None elsewhere). Pickled into uint8 tensors by hand:
+    ``dist.gather_object`` needs numpy, which torch does not depend on."""
+    payload = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8)
+    sizes = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
+    dist.all_gather(sizes, torch.tensor([payload.numel()], dtype=torch.int64), group=control)
+    longest = max(int(s) for s in sizes)
+    padded = torch.zeros(longest, dtype=torch.uint8)
+    padded[:payload.numel()] = payload
+    parts = [torch.empty(longest, dtype=torch.uint8) for _ in range(world)] if rank == 0 else None
+    dist.gather(padded, parts, dst=0, group=control)
+    if rank != 0:
+        return None
+    return [pickle.loads(bytes(part[:int(n)].tolist())) for part, n in zip(parts, sizes)]
 
 
 SUMMARY_COLUMNS = ("case", "rank", "tokens", "sent", "received", "rows per local expert", "steps", "stage",
