@@ -141,6 +141,15 @@ def test_catalogue_verdicts_agree(probe, case):
     assert native_verdict(probe, case.op, case.args, case.kwargs) == expected
 
 
+def test_host_sizes_that_wrap_int64_still_fail_the_sum(probe):
+    """Four sizes of 2^62 sum to 2^64, which wraps to 0 in int64: a has 0 rows, so a wrapping sum would pass."""
+    a, b = torch.zeros(0, 16, dtype=torch.float16), torch.zeros(4, 8, 16, dtype=torch.float16)
+    sizes = torch.full((4,), 2**62, dtype=torch.int64)
+    expected = python_verdict("grouped_gemm_packed", (a, b, sizes), {})
+    assert expected == (Rule.SIZES_SUM, None)
+    assert native_verdict(probe, "grouped_gemm_packed", (a, b, sizes), {}) == expected
+
+
 def _mutations(rng: random.Random):
     """Valid calls and their mutations (one rule at a time, sometimes two), all on CPU tensors."""
     gen = torch.Generator().manual_seed(rng.randrange(1 << 30))
@@ -265,6 +274,23 @@ def test_routes_use_the_instance_table(probe):
         "unscaled: the direct-store instance writes a misaligned C as it is"
     assert probe.probe_kind_rejects(2, 2, 1, 0)  # fp8 RR: no CUTLASS instance (it transposes)
     assert probe.probe_kind_rejects(2, 1, 0, 2) == b""  # fp8 block -> bf16 exists
+
+
+def test_ckgemm_config_puts_the_named_instance_first_where_it_fits(probe, monkeypatch):
+    """The router (route.h, every backend) applies CKGEMM_CONFIG; names that do not fit, or name no
+    instance, leave the selection rule's choice."""
+    def chosen(m, n, k, **kw):
+        code, _, _, why = _route(probe, torch.bfloat16, 1, "RC", 0, m, n, k, **kw)
+        assert why == "", why
+        return probe.probe_instance_name(routes.instance(code)).decode()
+
+    default_big, default_small = chosen(4096, 4096, 4096), chosen(16, 4096, 4096)
+    assert default_big != "coop_256x128x64_c1x2" and default_small.startswith("pingpong")
+    monkeypatch.setenv("CKGEMM_CONFIG", "coop_256x128x64_c1x2")
+    assert chosen(4096, 4096, 4096) == chosen(16, 4096, 4096) == "coop_256x128x64_c1x2"
+    assert chosen(300, 200, 256, c_off=2).startswith("pingpong"), "a TMA-store tile cannot write a misaligned C"
+    monkeypatch.setenv("CKGEMM_CONFIG", "no_such_instance")
+    assert (chosen(4096, 4096, 4096), chosen(16, 4096, 4096)) == (default_big, default_small)
 
 
 def test_every_route_lands_on_an_instance_that_accepts_it(probe):

@@ -1,4 +1,5 @@
-// The repack kernel of repack.h: one block per 64 x 64-byte destination tile (see repack.h).
+// The repack kernel of repack.h: one block per destination tile (64 x 64 bytes; 128 x 128 for 8-bit
+// transposes), see repack.h.
 // Portable CUDA/HIP C++ (no runtime headers): compiled by csrc/launch.cu, which hipifies for ROCm.
 #pragma once
 

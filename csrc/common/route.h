@@ -14,7 +14,10 @@
 // Route codes (one int32 per group) are decoded by ckgemm/backends/routes.py.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "../ckgemm.h"
@@ -49,11 +52,25 @@ namespace route_detail {
 // Fake, perfectly aligned addresses of buffers the executor will allocate: the rules only test them.
 inline const void* fresh(int which) { return reinterpret_cast<const void*>(uintptr_t(1) << (40 + which)); }
 
+// CKGEMM_CONFIG=<instance name> puts that instance first wherever it can take the group (tuning runs,
+// sanitizer coverage), on every backend. Read at each routing (one getenv), so a process can switch.
+inline void put_forced_first(int* ids, int count) {
+  const char* forced = std::getenv("CKGEMM_CONFIG");
+  if (forced == nullptr || *forced == '\0') return;
+  for (int i = 0; i < count; ++i) {
+    if (std::strcmp(forced, instance_info(ids[i]).name) == 0) {
+      std::rotate(ids, ids + i, ids + i + 1);
+      return;
+    }
+  }
+}
+
 template <class Rejects>
 bool first_taker(const Kind& kind, const GroupDesc& g, int64_t m_hint, Rejects&& rejects, int* chosen,
                  std::string* first_why) {
   int ids[16];
   const int count = preferred_instances(kind, m_hint, g.n, g.k, ids, 16);
+  put_forced_first(ids, count);
   for (int i = 0; i < count; ++i) {
     const std::string why = rejects(ids[i], g);
     if (why.empty()) {

@@ -154,11 +154,13 @@ inline Verdict validate_packed(const TensorMeta& a, const TensorMeta& b, const T
   }
   if (host_sizes != nullptr) {
     int64_t total = 0;
+    bool over = false;  // a size above rows cannot sum to rows; stop adding before int64 could wrap
     for (int64_t g = 0; g < groups; ++g) {
       if (host_sizes[g] < 0) return bad(Rule::SIZE_NEGATIVE, static_cast<int>(g));
-      total += host_sizes[g];
+      over = over || host_sizes[g] > rows - total;
+      if (!over) total += host_sizes[g];
     }
-    if (total != rows) return bad(Rule::SIZES_SUM);
+    if (over || total != rows) return bad(Rule::SIZES_SUM);
   }
   return {};
 }

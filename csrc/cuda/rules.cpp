@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -84,8 +82,7 @@ const std::vector<int>& ids_of(const Kind& kind) {
 // The selection rule, from H200 measurements (docs/PERF.md): rank of an instance for a group of about
 // m rows (lower first). Small per-group M takes the 64-row ping-pong tile, which fills the SMs with
 // more tiles; otherwise the cooperative tiles, 128x256 first.
-int rank_for(const InstanceInfo& info, int64_t m, int64_t n) {
-  (void)n;
+int rank_for(const InstanceInfo& info, int64_t m) {
   const bool small_tile = info.tile_m <= 64;
   const bool small_m = m <= 64;
   if (small_m) return small_tile ? 0 : (info.tile_n == 256 ? 1 : 2);
@@ -133,18 +130,14 @@ std::string kind_rejects(const Kind& kind) {
   return "no CUTLASS instance of this dtype, output and scaling in this build (CKGEMM_DTYPES at build time?)";
 }
 
-// CKGEMM_CONFIG=<display name> puts that instance first wherever it fits (tuning runs, sanitizer
-// coverage). Read on every call (one getenv), so a process can switch between runs.
-int preferred_instances(const Kind& kind, int64_t m_hint, int64_t n, int64_t, int* out, int cap) {
+// The instances of a kind in the selection rule's order (CKGEMM_CONFIG is applied by the router).
+int preferred_instances(const Kind& kind, int64_t m_hint, int64_t, int64_t, int* out, int cap) {
   const std::vector<int>& ids = ids_of(kind);
-  const char* forced = std::getenv("CKGEMM_CONFIG");
   std::pair<int, int> ranked[32];
   int count = 0;
   for (int id : ids) {
     if (count == 32) break;
-    const InstanceInfo& info = instance_info(id);
-    const bool first = forced != nullptr && *forced != '\0' && std::strcmp(forced, info.name) == 0;
-    ranked[count++] = {first ? -1 : rank_for(info, m_hint, n), id};
+    ranked[count++] = {rank_for(instance_info(id), m_hint), id};
   }
   std::stable_sort(ranked, ranked + count, [](auto x, auto y) { return x.first < y.first; });
   const int written = count < cap ? count : cap;
