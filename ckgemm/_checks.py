@@ -14,20 +14,28 @@ def fail(op: str, group: int | None, name: str, t, rule_text: str, rule: Rule, c
     raise cls(f"{op}: {where}{what}: {rule_text}", rule=rule, group=group)
 
 
-def check_tensor(op, group, name, t, ndim: int) -> None:
+def check_is_tensor(op, group, name, t) -> None:
     if not isinstance(t, torch.Tensor):
         raise InvalidTypeError(
             f"{op}: " + (f"group {group}: " if group is not None else "")
             + f"{name} is a {type(t).__name__}, not a torch.Tensor", rule=Rule.NOT_A_TENSOR, group=group)
+
+
+def check_no_grad(op, group, name, t) -> None:
+    if t.requires_grad and torch.is_grad_enabled():
+        fail(op, group, name, t, "requires grad, but ckgemm ops are not differentiable; "
+             "wrap the call in torch.no_grad() or detach the inputs", Rule.REQUIRES_GRAD)
+
+
+def check_tensor(op, group, name, t, ndim: int) -> None:
+    check_is_tensor(op, group, name, t)
     shape = t.shape
     if len(shape) != ndim:
         fail(op, group, name, t, f"must be {ndim}-D, got {len(shape)}-D", Rule.NDIM)
     if ndim and shape[-1] > 1 and t.stride(-1) != 1 and 0 not in shape:
         fail(op, group, name, t, "innermost stride must be 1 (row-major rows); call .contiguous() first",
              Rule.INNER_STRIDE)
-    if t.requires_grad and torch.is_grad_enabled():
-        fail(op, group, name, t, "requires grad, but ckgemm ops are not differentiable; "
-             "wrap the call in torch.no_grad() or detach the inputs", Rule.REQUIRES_GRAD)
+    check_no_grad(op, group, name, t)
 
 
 def check_sequence(op, name, seq, what: str = "2-D tensors") -> None:

@@ -7,11 +7,12 @@ from typing import Optional
 import torch
 
 from .dtypes import rule_for
+from .validate_scales import DEFAULT_SCALED_OUTPUT
 
 
 def _out_dtype(a: torch.Tensor, scale_a, out_dtype):
     if scale_a is not None:
-        return out_dtype or torch.bfloat16
+        return out_dtype or DEFAULT_SCALED_OUTPUT
     rule = rule_for(a.dtype)
     return rule.output if rule is not None else a.dtype
 
@@ -49,7 +50,7 @@ def _packed_out_fake(a, b, group_sizes, out, layout, backend, check_sizes, scale
 
 
 def packed(a, b, group_sizes, layout, out, backend, check_sizes, scale_a, scale_b, out_dtype):
-    """The compiled-graph form of ``ops.grouped_gemm_packed`` (``b`` must be a tensor here)."""
+    """The compiled-graph form of ``ops.grouped_gemm_packed`` (a ``PackedWeights`` b is unwrapped before)."""
     if out is None:
         return packed_op(a, b, group_sizes, layout, backend, check_sizes, scale_a, scale_b, out_dtype)
     packed_out_op(a, b, group_sizes, out, layout, backend, check_sizes, scale_a, scale_b, out_dtype)

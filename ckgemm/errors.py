@@ -75,7 +75,7 @@ class BackendUnavailableError(CkgemmError, RuntimeError):
 
 
 class InternalError(CkgemmError, RuntimeError):
-    """ckgemm disagrees with itself (its two validators, or a backend and its router): a bug to report."""
+    """ckgemm disagrees with itself (the native validator rejected a call validate.py accepts): a bug to report."""
 
 
 def describe(t: torch.Tensor) -> str:

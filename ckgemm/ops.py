@@ -64,9 +64,7 @@ def _explain(op: str, exc: Exception, validator) -> None:
     """A native call raised: re-run the Python validator, which raises the user-facing error when the
     call is invalid (plus the native kernels' 32-bit size limit). If it accepts a call the native
     validator rejected, that is ckgemm's own bug."""
-    problem = validator()
-    shapes = problem.shapes if hasattr(problem, "shapes") else [(problem.rows, problem.n, problem.k)]
-    validate.check_native_limits(op, shapes)
+    validate.check_native_limits(op, validator())
     text = str(exc)
     if UNSUPPORTED_MARK in text:
         detail = text[text.index(UNSUPPORTED_MARK) + len(UNSUPPORTED_MARK):].strip().splitlines()[0]
@@ -144,33 +142,36 @@ def grouped_gemm_packed(a, b, group_sizes, *, layout: str | None = None, out: to
     (a bad size stops the argument-building kernel with a message, never a silent wrong answer), so the call stays
     free of host syncs and can be captured in a CUDA/HIP graph.
     """
-    if torch.compiler.is_compiling():  # one opaque node for Dynamo; the eager path runs inside it
-        return _compile.packed(a, b, group_sizes, layout, out, backend, check_sizes, scale_a, scale_b, out_dtype)
     op = "grouped_gemm_packed"
     b, layout, scale_b = prepack.unwrap(op, b, layout, scale_b)
+    if torch.compiler.is_compiling():  # one opaque node for Dynamo; the eager path runs inside it
+        return _compile.packed(a, b, group_sizes, layout, out, backend, check_sizes, scale_a, scale_b, out_dtype)
 
     def check():
         return validate.validate_packed(op, a, b, group_sizes, layout, out, check_sizes, scale_a, scale_b, out_dtype)
 
-    native = backends.native_for(backend, a) if type(a) is torch.Tensor and not check_sizes else None
+    native = backends.native_for(backend, a) if isinstance(a, torch.Tensor) and not check_sizes else None
     if native is not None:
-        try:
-            if out is None:
-                out = native.grouped_gemm_packed(a, b, group_sizes, scale_a, scale_b, layout, out_dtype)
-            else:
-                native.grouped_gemm_packed_out(a, b, group_sizes, out, scale_a, scale_b, layout, out_dtype)
-        except (RuntimeError, TypeError, ValueError) as exc:
-            _explain(op, exc, check)
-        _LAST.native = native
-        return out
+        return _native_packed(native, op, a, b, group_sizes, out, scale_a, scale_b, layout, out_dtype, check)
     problem = check()
     module = backends.select(backend, problem.device)
     if getattr(module, "native", False):  # check_sizes=True: the sizes were read and checked on the host
-        return grouped_gemm_packed(a, b, group_sizes, layout=layout, out=out, backend=backend, scale_a=scale_a,
-                                   scale_b=scale_b, out_dtype=out_dtype)
+        return _native_packed(module, op, a, b, group_sizes, out, scale_a, scale_b, layout, out_dtype, check)
     if out is None:
         out = torch.empty((problem.rows, problem.n), dtype=problem.output, device=problem.device)
     _record(op, module, problem, module.run_packed(problem, a, b, group_sizes, out, scale_a, scale_b))
+    return out
+
+
+def _native_packed(native, op, a, b, group_sizes, out, scale_a, scale_b, layout, out_dtype, check):
+    try:
+        if out is None:
+            out = native.grouped_gemm_packed(a, b, group_sizes, scale_a, scale_b, layout, out_dtype)
+        else:
+            native.grouped_gemm_packed_out(a, b, group_sizes, out, scale_a, scale_b, layout, out_dtype)
+    except (RuntimeError, TypeError, ValueError) as exc:
+        _explain(op, exc, check)
+    _LAST.native = native
     return out
 
 

@@ -32,7 +32,10 @@ class PackedWeights:
     source_layout: str
     scale_b: torch.Tensor | tuple | None
     backend: str
-    transposed: bool
+
+    @property
+    def transposed(self) -> bool:
+        return self.layout != self.source_layout
 
     @property
     def is_list(self) -> bool:
@@ -63,13 +66,13 @@ def prepack(b, *, layout: str | None = None, scales=None, backend: str | None = 
     transpose = bool(getattr(module, "native", False) and module.needs_transpose(dtype, layout))
     if not transpose:
         stored = b if items is None else items
-        return PackedWeights(stored, layout, layout, _scales(scales), module.NAME, False)
+        return PackedWeights(stored, layout, layout, _scales(scales), module.NAME)
     with torch.no_grad():
         if items is None:
             stored = module.transpose_b(b)
         else:
             stored = tuple(module.transpose_b(x) for x in items)
-    return PackedWeights(stored, "RC", layout, _scales(scales), module.NAME, True)
+    return PackedWeights(stored, "RC", layout, _scales(scales), module.NAME)
 
 
 def _scales(scales):
@@ -88,6 +91,4 @@ def unwrap(op: str, b, layout, scale_b):
     if scale_b is not None and b.scale_b is not None:
         fail(op, None, "scale_b", None, "given twice: the prepacked weights carry their scales already",
              Rule.PREPACKED)
-    stored = list(b.b) if b.is_list else b.b
-    return stored, b.layout, scale_b if scale_b is not None else (
-        list(b.scale_b) if isinstance(b.scale_b, tuple) else b.scale_b)
+    return b.b, b.layout, scale_b if scale_b is not None else b.scale_b  # tuples: every form takes them

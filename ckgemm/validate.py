@@ -9,12 +9,13 @@ checks is part of the contract: validate.h checks in the same order, so both rep
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
 
 from . import _overlap, validate_scales
-from ._checks import check_sequence, check_tensor, fail
+from ._checks import check_is_tensor, check_sequence, check_tensor, fail
 from .dtypes import DtypeRule, device_family, rule_for, supported_input_dtypes
 from .errors import InvalidArgumentError, InvalidTypeError, Rule
 
@@ -128,7 +129,7 @@ def validate_list(op: str, a_list, b_list, layout, scale_a=None, scale_b=None, o
         if rule is None:
             rule, device = group_rule, a.device
         shapes.append(_check_pair(op, g, a, b, layout, device, rule))
-    recipe = validate_scales.list_scales(op, rule, device, a_list, tuple(shapes), scale_a, scale_b)
+    recipe = validate_scales.list_scales(op, rule, device, tuple(shapes), scale_a, scale_b)
     out = validate_scales.output_dtype(op, rule, recipe, out_dtype, outputs_given)
     return ListProblem(rule, device, layout, tuple(shapes), recipe, out)
 
@@ -149,12 +150,10 @@ def _check_output(op, group, name, c, shape, dtype: torch.dtype, device, unscale
              Rule.ROWS_OVERLAP)
 
 
-def _output_dtype_of(op, problem, first) -> torch.dtype:
-    """The outputs' dtype: the dtype table's for unscaled calls; for scaled calls out_dtype, or (when
-    not given) the first output's, which must be one the scaled kernels write."""
-    if problem.recipe == "none" or problem.out_dtype is not None:
-        return problem.output
-    return validate_scales.scaled_output_of(op, first)
+def _output_dtype_of(op, out_dtype, first) -> torch.dtype:
+    """The outputs' dtype: ``out_dtype`` as validate_scales.output_dtype settled it (the dtype table's for
+    unscaled calls), or for a scaled call that named none the first output's (scaled_output_of)."""
+    return out_dtype if out_dtype is not None else validate_scales.scaled_output_of(op, first)
 
 
 def validate_outputs(op: str, problem: ListProblem, c_list, a_list, b_list, scale_a=None, scale_b=None) -> ListProblem:
@@ -163,7 +162,7 @@ def validate_outputs(op: str, problem: ListProblem, c_list, a_list, b_list, scal
     if len(c_list) != len(problem.shapes):
         raise InvalidArgumentError(f"{op}: c_list has {len(c_list)} outputs but there are {len(problem.shapes)} "
                                    "groups", rule=Rule.LIST_LENGTH)
-    dtype = _output_dtype_of(op, problem, c_list[0])
+    dtype = _output_dtype_of(op, problem.out_dtype, c_list[0])
     unscaled = problem.rule if problem.recipe == "none" else None
     for g, (c, (m, n, _)) in enumerate(zip(c_list, problem.shapes)):
         _check_output(op, g, f"c[{g}]", c, (m, n), dtype, problem.device, unscaled)
@@ -176,7 +175,7 @@ def validate_outputs(op: str, problem: ListProblem, c_list, a_list, b_list, scal
     if hit is not None:
         raise InvalidArgumentError(f"{op}: output {hit[0]} overlaps {hit[1]} in memory; outputs must not alias "
                                    "inputs or each other", rule=Rule.OVERLAP)
-    return ListProblem(problem.rule, problem.device, problem.layout, problem.shapes, problem.recipe, dtype)
+    return dataclasses.replace(problem, out_dtype=dtype)
 
 
 def check_group_size_values(op: str, sizes, rows: int) -> None:
@@ -192,9 +191,7 @@ def check_group_size_values(op: str, sizes, rows: int) -> None:
 
 
 def _check_group_sizes(op, group_sizes, groups, device) -> None:
-    if not isinstance(group_sizes, torch.Tensor):
-        raise InvalidTypeError(f"{op}: group_sizes is a {type(group_sizes).__name__}, not a torch.Tensor",
-                               rule=Rule.NOT_A_TENSOR)
+    check_is_tensor(op, None, "group_sizes", group_sizes)
     if group_sizes.dtype not in (torch.int32, torch.int64):
         fail(op, None, "group_sizes", group_sizes, "must be an int32 or int64 tensor", Rule.SIZES_DTYPE,
              InvalidTypeError)
@@ -226,9 +223,8 @@ def validate_packed(op: str, a, b, group_sizes, layout, out, check_sizes: bool |
     _check_group_sizes(op, group_sizes, groups, device)
     recipe = validate_scales.packed_scales(op, rule, device, rows, groups, n, k, scale_a, scale_b)
     out_dt = validate_scales.output_dtype(op, rule, recipe, out_dtype, out is not None)
-    problem = PackedProblem(rule, device, layout, groups, rows, n, k, None, recipe, out_dt)
     if out is not None:
-        dtype = _output_dtype_of(op, problem, out)
+        dtype = _output_dtype_of(op, out_dt, out)
         _check_output(op, None, "out", out, (rows, n), dtype, device, rule if recipe == "none" else None)
         ins = [_overlap.rows_of("a", a), _overlap.rows_of("b", b)]
         ins += [_overlap.rows_of(name, s) for name, s in (("scale_a", scale_a), ("scale_b", scale_b)) if s is not None]
@@ -244,9 +240,15 @@ def validate_packed(op: str, a, b, group_sizes, layout, out, check_sizes: bool |
     return PackedProblem(rule, device, layout, groups, rows, n, k, sizes, recipe, out_dt)
 
 
-def check_native_limits(op: str, shapes) -> None:
-    """The native kernels index with 32-bit M, N, K (the torch backend has no such limit)."""
+def check_native_limits(op: str, problem) -> None:
+    """The native kernels index with 32-bit M, N, K, and the packed form with 32-bit sum(M) (the torch
+    backend has no such limit)."""
+    if isinstance(problem, PackedProblem):
+        shapes, where = [(problem.rows, problem.n, problem.k)], lambda g: "sum(M) x N x K = "
+    else:
+        shapes, where = problem.shapes, lambda g: f"group {g}: "
     for g, (m, n, k) in enumerate(shapes):
         if max(m, n, k) > MAX_DIM:
-            raise InvalidArgumentError(f"{op}: group {g}: a dimension of {m}x{n}x{k} exceeds 2^31-1, the native "
-                                       "kernels' 32-bit sizes; use backend='torch'", rule=Rule.TOO_LARGE, group=g)
+            raise InvalidArgumentError(f"{op}: {where(g)}{m}x{n}x{k} has a dimension above 2^31-1, the native "
+                                       "kernels' 32-bit sizes; use backend='torch'", rule=Rule.TOO_LARGE,
+                                       group=None if isinstance(problem, PackedProblem) else g)

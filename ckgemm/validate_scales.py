@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import torch
 
-from ._checks import check_sequence, fail
+from ._checks import check_is_tensor, check_no_grad, check_sequence, fail
 from .dtypes import DtypeRule
 from .errors import InvalidArgumentError, InvalidTypeError, Rule
 
 BLOCK = 128  # K (and N) granularity of the block recipe: 1x128 for A, 128x128 for B
 SCALED_OUTPUTS = (torch.bfloat16, torch.float16, torch.float32)
 DEFAULT_SCALED_OUTPUT = torch.bfloat16
-RECIPES = ("none", "tensor", "row", "block")
-_LIST_RANKS = {0: "tensor", 1: "row", 2: "block"}  # rank of a per-group scale -> recipe (A and B alike)
-_PACKED_A_RANKS = {0: "tensor", 1: "row", 2: "block"}
+_A_RANKS = {0: "tensor", 1: "row", 2: "block"}  # rank -> recipe: packed scale_a, and list scales (A and B)
 _PACKED_B_RANKS = {1: "tensor", 2: "row", 3: "block"}
 
 
@@ -34,17 +32,12 @@ def blocks(x: int) -> int:
 
 
 def _check_scale_tensor(op, group, name, s, device) -> None:
-    if not isinstance(s, torch.Tensor):
-        raise InvalidTypeError(f"{op}: " + (f"group {group}: " if group is not None else "")
-                               + f"{name} is a {type(s).__name__}, not a torch.Tensor", rule=Rule.NOT_A_TENSOR,
-                               group=group)
+    check_is_tensor(op, group, name, s)
     if s.dtype != torch.float32:
         fail(op, group, name, s, f"scales must be float32, got {s.dtype}", Rule.SCALE_DTYPE, InvalidTypeError)
     if s.device != device:
         fail(op, group, name, s, f"is on {s.device}, but the inputs are on {device}", Rule.DEVICE)
-    if s.requires_grad and torch.is_grad_enabled():
-        fail(op, group, name, s, "requires grad, but ckgemm ops are not differentiable; "
-              "wrap the call in torch.no_grad() or detach the inputs", Rule.REQUIRES_GRAD)
+    check_no_grad(op, group, name, s)
 
 
 def _recipe_of(op, group, name, s, ranks: dict, expected_forms: str) -> str:
@@ -89,7 +82,7 @@ def _common(op, rule: DtypeRule, scale_a, scale_b) -> bool:
     return True
 
 
-def list_scales(op, rule: DtypeRule, device, a_list, shapes, scale_a, scale_b) -> str:
+def list_scales(op, rule: DtypeRule, device, shapes, scale_a, scale_b) -> str:
     """The recipe of a list-form call ("none" when unscaled)."""
     if not _common(op, rule, scale_a, scale_b):
         return "none"
@@ -103,8 +96,8 @@ def list_scales(op, rule: DtypeRule, device, a_list, shapes, scale_a, scale_b) -
     for g, ((m, n, k), sa, sb) in enumerate(zip(shapes, scale_a, scale_b)):
         _check_scale_tensor(op, g, f"scale_a[{g}]", sa, device)
         _check_scale_tensor(op, g, f"scale_b[{g}]", sb, device)
-        recipe = _check_recipe(op, g, rule, _recipe_of(op, g, f"scale_a[{g}]", sa, _LIST_RANKS, forms),
-                               _recipe_of(op, g, f"scale_b[{g}]", sb, _LIST_RANKS, forms), first, sa, sb)
+        recipe = _check_recipe(op, g, rule, _recipe_of(op, g, f"scale_a[{g}]", sa, _A_RANKS, forms),
+                               _recipe_of(op, g, f"scale_b[{g}]", sb, _A_RANKS, forms), first, sa, sb)
         first = first or recipe
         if recipe == "row":
             _check_layout_of(op, g, f"scale_a[{g}]", sa, (m,), recipe, f"[M_{g}] (one per row of a[{g}])")
@@ -124,7 +117,7 @@ def packed_scales(op, rule: DtypeRule, device, rows: int, groups: int, n: int, k
     _check_scale_tensor(op, None, "scale_b", scale_b, device)
     recipe = _check_recipe(
         op, None, rule,
-        _recipe_of(op, None, "scale_a", scale_a, _PACKED_A_RANKS, "[] (tensor), [sum M] (row) or [sum M, ceil(K/128)] (block)"),
+        _recipe_of(op, None, "scale_a", scale_a, _A_RANKS, "[] (tensor), [sum M] (row) or [sum M, ceil(K/128)] (block)"),
         _recipe_of(op, None, "scale_b", scale_b, _PACKED_B_RANKS, "[G] (tensor), [G, N] (row) or [G, ceil(N/128), ceil(K/128)] (block)"),
         None, scale_a, scale_b)
     expected = {

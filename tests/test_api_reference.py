@@ -179,3 +179,35 @@ def test_aliases_and_dispatch_record():
     record = ckgemm.last_dispatch()
     assert record.op == "grouped_gemm_out" and record.backend == "torch" and record.paths == ("torch",)
     assert "torch x1" in str(record)
+
+
+class _StubNative:
+    """A native backend that records its calls (the CPU has none)."""
+    native, NAME = True, "stub"
+
+    def __init__(self):
+        self.calls = []
+
+    def grouped_gemm_packed(self, a, b, sizes, scale_a, scale_b, layout, out_dtype):
+        self.calls.append(type(a))
+        return torch.zeros(a.shape[0], b.shape[1], dtype=torch.float32)
+
+    def last_dispatch_fields(self):
+        return "grouped_gemm_packed", "bf16", "RC", "none", "float32", ("stub:k",)
+
+
+def test_a_native_backend_runs_tensor_subclasses_once_with_or_without_check_sizes(monkeypatch):
+    """check_sizes=True validates on the host, then the native op runs once (it re-entered the public
+    function before, which recursed without end for an nn.Parameter)."""
+    import ckgemm.backends as backends
+
+    stub = _StubNative()
+    monkeypatch.setattr(backends, "select", lambda backend, device: stub)
+    gen = generator("stub-native")
+    a, b = rand_tensor((30, 64), torch.bfloat16, gen), rand_tensor((3, 48, 64), torch.bfloat16, gen)
+    sizes = torch.tensor([10, 0, 20])
+    param = torch.nn.Parameter(a, requires_grad=False)
+    for check_sizes in (True, None):
+        assert ckgemm.grouped_gemm_packed(param, b, sizes, check_sizes=check_sizes).shape == (30, 48)
+    assert stub.calls == [torch.nn.Parameter, torch.nn.Parameter]
+    assert str(ckgemm.last_dispatch()).startswith("grouped_gemm_packed[stub")

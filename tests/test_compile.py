@@ -43,3 +43,14 @@ def test_opcheck_of_the_custom_ops():
     out = torch.empty(30, 48, dtype=torch.bfloat16)
     torch.library.opcheck(torch.ops.ckgemm.grouped_gemm_packed_out.default, (a, b, sizes, out, "RC", None, None, None, None,
                                                                                 None))
+
+
+def test_fullgraph_compile_takes_prepacked_weights():
+    a, b, sizes = _inputs()
+    weights = ckgemm.prepack(b)
+
+    def moe(a, sizes):
+        return ckgemm.grouped_gemm_packed(a, weights, sizes)
+
+    assert torch.equal(torch.compile(moe, fullgraph=True, dynamic=False)(a, sizes), ckgemm.grouped_gemm_packed(a, b, sizes))
+

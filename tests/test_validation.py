@@ -154,6 +154,22 @@ def test_catalogue_covers_every_rule_the_validator_has():
     assert not missing, f"rules without a catalogue case: {sorted(r.name for r in missing)}"
 
 
+def test_native_size_limit_names_the_group_or_the_packed_rows():
+    """TOO_LARGE (checked when a native call failed; the reference has no limit): per group in the list
+    form, sum(M) in the packed form, whose kernels index all rows with 32 bits."""
+    from ckgemm.dtypes import rule_for
+    from ckgemm.validate import ListProblem, PackedProblem, check_native_limits
+
+    bf16, cpu, big = rule_for(torch.bfloat16), torch.device("cpu"), 2**31
+    check_native_limits("op", ListProblem(bf16, cpu, "RC", ((big - 1, 16, 16),)))  # at the limit: fine
+    with pytest.raises(InvalidArgumentError, match=r"op: group 1: 2147483648x16x16 has a dimension above 2\^31-1") as e:
+        check_native_limits("op", ListProblem(bf16, cpu, "RC", ((1, 16, 16), (big, 16, 16))))
+    assert (e.value.rule, e.value.group) == (ckgemm.Rule.TOO_LARGE, 1)
+    with pytest.raises(InvalidArgumentError, match=r"op: sum\(M\) x N x K = 2147483648x16x16") as e:
+        check_native_limits("op", PackedProblem(bf16, cpu, "RC", 2, big, 16, 16, None))
+    assert (e.value.rule, e.value.group) == (ckgemm.Rule.TOO_LARGE, None)
+
+
 def test_prepacked_weights_against_their_layout():
     a, b = _groups(layout="RR")
     weights = ckgemm.prepack(b, layout="RR")

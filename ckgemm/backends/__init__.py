@@ -50,9 +50,7 @@ def native_for(backend: str | None, probe):
     goes to the torch reference, or when the backend cannot be told without validating (a bad
     ``probe`` or backend name): then the caller validates first, so errors keep their order."""
     try:
-        module = _SELECTED.get((backend, probe.device))
-        if module is None:
-            module = select(backend, probe.device)
+        module = select(backend, probe.device)
     except Exception:  # noqa: BLE001 - any failure here is reported by the validating path
         return None
     return module if getattr(module, "native", False) else None
