@@ -28,11 +28,6 @@ CASES = {  # name: (experts, tokens, N, K, decode)
     "128 experts": (128, 32768, 1536, 2048, False),
     "DeepSeek-V3 decode": (32, 512, 4096, 7168, True),
 }
-CASTS = {  # recipe: (cast of the tokens, cast of the weights)
-    "block": (quant.per_token_cast_to_fp8, quant.per_block_cast_to_fp8),
-    "row": (quant.per_row_cast_to_fp8, quant.per_row_cast_to_fp8),
-    "tensor": (quant.per_tensor_cast_to_fp8, quant.per_tensor_cast_to_fp8),
-}
 
 
 def verify(out, ref, dtype, k, name):
@@ -106,12 +101,8 @@ def run(name, recipe, dtype, args, device, report, ceilings):
     gen = torch.Generator(device=device).manual_seed(args.seed)
     x = torch.randn((tokens, k), generator=gen, device=device)
     w = torch.randn((experts, n, k), generator=gen, device=device) * 0.05
-    if dtype == torch.int8:
-        a, sa = quant.cast_to_int8(x, "tensor" if recipe == "tensor" else "row")
-        b, sb = quant.cast_to_int8(w, "tensor" if recipe == "tensor" else "row")
-    else:
-        a, sa = CASTS[recipe][0](x, dtype=dtype)
-        b, sb = CASTS[recipe][1](w, dtype=dtype)
+    a, sa = quant.cast_for(x, recipe, "a", dtype)
+    b, sb = quant.cast_for(w, recipe, "b", dtype)
     del x, w
     gs = torch.tensor(sizes, dtype=torch.int32, device=device)
     out = torch.full((tokens, n), float("nan"), dtype=torch.bfloat16, device=device)

@@ -174,3 +174,27 @@ def test_from_pair_rejects_foreign_layouts():
     codes = torch.zeros(4, 256, dtype=torch.float8_e4m3fn)
     with pytest.raises(ValueError, match="no scale layout"):
         quant.from_pair(codes, torch.ones(4, 3))
+
+
+@pytest.mark.parametrize("recipe,dtype,a_scale,b_scale", [
+    ("tensor", torch.float8_e4m3fn, (), (3,)), ("row", torch.float8_e4m3fn, (130,), (3, 64)),
+    ("block", torch.float8_e4m3fn, (130, 3), (3, 1, 3)), ("tensor", torch.int8, (), (3,)),
+    ("row", torch.int8, (130,), (3, 64)),
+])
+def test_cast_for_gives_the_ops_layout_of_each_recipe(recipe, dtype, a_scale, b_scale):
+    """cast_for(x, recipe, operand, dtype): the one recipe -> cast mapping op_tests, the conformance suite,
+    the distributed flow and the benchmarks use."""
+    gen = torch.Generator().manual_seed(3)
+    x, w = torch.randn(130, 300, generator=gen), torch.randn(3, 64, 300, generator=gen)
+    qa, qb = quant.cast_for(x, recipe, "a", dtype), quant.cast_for(w, recipe, "b", dtype)
+    assert qa.data.dtype == qb.data.dtype == dtype
+    assert (tuple(qa.scale.shape), tuple(qb.scale.shape)) == (a_scale, b_scale)
+
+
+def test_cast_for_refuses_what_no_recipe_means():
+    x = torch.ones(4, 8)
+    for recipe, operand, dtype, match in (("block", "a", torch.int8, "int8 takes the tensor or row recipe"),
+                                          ("column", "a", torch.float8_e4m3fn, "unknown scale recipe"),
+                                          ("row", "c", torch.float8_e4m3fn, "operand must be 'a' or 'b'")):
+        with pytest.raises(ValueError, match=match):
+            quant.cast_for(x, recipe, operand, dtype)

@@ -30,6 +30,7 @@ from .numeric import ErrorStats, calc_diff, error_stats, mismatch_mask, toleranc
 from .plot import plot_roofline
 from .quant import (
     Quantized,
+    cast_for,
     cast_to_fp4,
     cast_to_fp8,
     cast_to_int8,
@@ -49,7 +50,7 @@ from .verify import VerifyStats, gpu_verify
 
 __all__ = [
     "BenchResult", "Breakdown", "Case", "Ceilings", "CheckReport", "ErrorStats", "PairedResult", "Quantized", "Report",
-    "VerifyStats", "baseline", "bench", "breakdown", "calc_diff", "cast_to_fp4", "cast_to_fp8", "cast_to_int8",
+    "VerifyStats", "baseline", "bench", "breakdown", "calc_diff", "cast_for", "cast_to_fp4", "cast_to_fp8", "cast_to_int8",
     "ceil_to_ue8m0", "check", "compare", "data", "dequant", "device_info", "error_stats", "gemm_reference",
     "gpu_verify", "group_inputs", "group_tolerance", "grouped_gemm_reference", "grouped_gemm_reference_packed",
     "load_baseline", "measure_ceilings", "mismatch_mask", "packed_inputs", "paired_ab", "peak_for_device",

@@ -207,6 +207,25 @@ def per_channel_cast_to_fp8(x, gran: int = 128, *, dtype=torch.float8_e4m3fn, ue
     return cast_to_fp8(x, (gran, 1), dtype=dtype, ue8m0=ue8m0, amax_floor=amax_floor)
 
 
+def cast_for(x: torch.Tensor, recipe: str, operand: str, dtype: torch.dtype = torch.float8_e4m3fn) -> Quantized:
+    """The cast of ckgemm's scale ``recipe`` ("tensor", "row" or "block") for ``operand`` "a" ([sum M, K] or
+    [M, K]) or "b" (weights in their logical [.., N, K] orientation), into ``dtype`` (an fp8 flavour, or
+    torch.int8: tensor and row only). The scale layouts are the op's (README's recipe table)."""
+    if operand not in ("a", "b"):
+        raise ValueError(f"cast_for: operand must be 'a' or 'b', got {operand!r}")
+    if dtype == torch.int8:
+        if recipe not in ("tensor", "row"):
+            raise ValueError(f"cast_for: int8 takes the tensor or row recipe, not {recipe!r}")
+        return cast_to_int8(x, recipe)
+    if recipe == "tensor":
+        return per_tensor_cast_to_fp8(x, dtype=dtype)
+    if recipe == "row":
+        return per_row_cast_to_fp8(x, dtype=dtype)
+    if recipe == "block":
+        return (per_token_cast_to_fp8 if operand == "a" else per_block_cast_to_fp8)(x, 128, dtype=dtype)
+    raise ValueError(f"cast_for: unknown scale recipe {recipe!r}")
+
+
 def cast_to_int8(x: torch.Tensor, per: str = "row", *, amax_floor: float = DEFAULT_AMAX_FLOOR) -> Quantized:
     """Symmetric int8 (codes in [-127, 127], round half to even): ``per="row"`` (scales [..., R]) or
     ``per="tensor"`` (scales [...])."""

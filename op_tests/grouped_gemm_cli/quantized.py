@@ -28,21 +28,6 @@ def _float_data(shape, gen: torch.Generator, device) -> torch.Tensor:
     return x * torch.exp2(octaves.float())
 
 
-def cast(x: torch.Tensor, dtype: torch.dtype, recipe: str, operand: str) -> quant.Quantized:
-    """The harness cast of ``recipe`` for operand "a" or "b" (logical orientation) into ``dtype``."""
-    if dtype == torch.int8:
-        if recipe == "block":
-            raise ValueError("int8 has no block recipe")
-        return quant.cast_to_int8(x, recipe)
-    if recipe == "tensor":
-        return quant.per_tensor_cast_to_fp8(x, dtype=dtype)
-    if recipe == "row":
-        return quant.per_row_cast_to_fp8(x, dtype=dtype)
-    if recipe == "block":
-        return (quant.per_token_cast_to_fp8 if operand == "a" else quant.per_block_cast_to_fp8)(x, 128, dtype=dtype)
-    raise ValueError(f"unknown scale recipe {recipe!r}")
-
-
 def _b_stored(codes: torch.Tensor, layout: str) -> torch.Tensor:
     return codes if layout == "RC" else codes.transpose(-1, -2).contiguous()
 
@@ -50,8 +35,8 @@ def _b_stored(codes: torch.Tensor, layout: str) -> torch.Tensor:
 def group_inputs(case, dtype: torch.dtype, recipe: str, layout: str, seed: int, device):
     """(a_list, b_list, scale_a list, scale_b list) for the list form."""
     gen = data.generator(seed, device)
-    qa = [cast(_float_data((m, k), gen, device), dtype, recipe, "a") for m, _, k in case.shapes]
-    qb = [cast(_float_data((n, k), gen, device), dtype, recipe, "b") for _, n, k in case.shapes]
+    qa = [quant.cast_for(_float_data((m, k), gen, device), recipe, "a", dtype) for m, _, k in case.shapes]
+    qb = [quant.cast_for(_float_data((n, k), gen, device), recipe, "b", dtype) for _, n, k in case.shapes]
     return ([q.data for q in qa], [_b_stored(q.data, layout) for q in qb], [q.scale for q in qa],
             [q.scale for q in qb])
 
@@ -62,7 +47,7 @@ def packed_inputs(case, dtype: torch.dtype, recipe: str, layout: str, seed: int,
         raise ValueError(f"case {case} has per-group N or K; the packed form needs them shared")
     n, k = case.ns[0], case.ks[0]
     gen = data.generator(seed, device)
-    qa = cast(_float_data((sum(case.ms), k), gen, device), dtype, recipe, "a")
-    qb = cast(_float_data((case.groups, n, k), gen, device), dtype, recipe, "b")
+    qa = quant.cast_for(_float_data((sum(case.ms), k), gen, device), recipe, "a", dtype)
+    qb = quant.cast_for(_float_data((case.groups, n, k), gen, device), recipe, "b", dtype)
     sizes = torch.tensor(case.ms, dtype=torch.int32, device=device)
     return qa.data, _b_stored(qb.data, layout), sizes, qa.scale, qb.scale

@@ -33,15 +33,7 @@ VALUES = ("normal", "int8_large")  # int8_large: codes in [64, 127], so sums pas
 
 def _casts(recipe: str, dtype: torch.dtype):
     """(cast of A, cast of B in its logical [.., N, K] orientation) for a recipe and code dtype."""
-    if not dtype.is_floating_point:
-        per = "tensor" if recipe == "tensor" else "row"
-        return (lambda x: quant.cast_to_int8(x, per),) * 2
-    if recipe == "tensor":
-        return (lambda x: quant.per_tensor_cast_to_fp8(x, dtype=dtype),) * 2
-    if recipe == "row":
-        return (lambda x: quant.per_row_cast_to_fp8(x, dtype=dtype),) * 2
-    return (lambda x: quant.per_token_cast_to_fp8(x, dtype=dtype),
-            lambda x: quant.per_block_cast_to_fp8(x, dtype=dtype))
+    return (lambda x: quant.cast_for(x, recipe, "a", dtype), lambda x: quant.cast_for(x, recipe, "b", dtype))
 
 
 def _quantize(x: torch.Tensor, cast, layout: str = "RC", is_b: bool = False) -> tuple[torch.Tensor, torch.Tensor]:

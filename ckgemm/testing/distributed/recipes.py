@@ -63,16 +63,6 @@ def _powers_of_two(shape, gen: torch.Generator) -> torch.Tensor:
     return torch.pow(2.0, torch.randint(-2, 3, tuple(shape), generator=gen).float())
 
 
-def _cast(recipe: str, values: torch.Tensor, dtype: torch.dtype, weights: bool):
-    if recipe == "row":
-        if dtype == torch.int8:
-            return harness_quant.cast_to_int8(values, "row")
-        return harness_quant.per_row_cast_to_fp8(values, dtype=dtype)
-    if weights:
-        return harness_quant.per_block_cast_to_fp8(values, BLOCK, dtype=dtype)
-    return harness_quant.per_token_cast_to_fp8(values, BLOCK, dtype=dtype)
-
-
 def quantize_activations(recipe: str, values: torch.Tensor, dtype: torch.dtype, *, exact: bool,
                          gen: torch.Generator) -> Operand:
     """``values``: float32 [R, K] on the CPU (exact mode: integers in [-1, 1])."""
@@ -81,7 +71,7 @@ def quantize_activations(recipe: str, values: torch.Tensor, dtype: torch.dtype, 
     rows = values.shape[0]
     if exact:
         return Operand(values.to(dtype), _powers_of_two((rows, scale_width(recipe, values.shape[1])), gen))
-    codes, scale = _cast(recipe, values, dtype, weights=False)
+    codes, scale = harness_quant.cast_for(values, recipe, "a", dtype)
     return Operand(codes, scale.reshape(rows, scale_width(recipe, values.shape[1])))
 
 
@@ -92,7 +82,7 @@ def quantize_weights(recipe: str, values: torch.Tensor, dtype: torch.dtype, *, e
         return Operand(values.to(dtype))
     if exact:
         return Operand(values.to(dtype), _powers_of_two(_weight_scale_shape(recipe, values.shape), gen))
-    codes, scale = _cast(recipe, values, dtype, weights=True)
+    codes, scale = harness_quant.cast_for(values, recipe, "b", dtype)
     return Operand(codes, scale)
 
 
