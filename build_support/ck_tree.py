@@ -1,6 +1,6 @@
 """Which CK headers a build is given, and whether csrc/hip can be built against them.
 
-CK-tile's API changed three times in 2025 (research/ck_tile.md): G1 (early 2025), G2 (mid 2025, the CK
+CK-tile's API changed three times in 2025: G1 (early 2025), G2 (mid 2025, the CK
 in flash-attn 2.8.3), G3 (late 2025 on: templated grouped-GEMM arguments). csrc/hip is written against
 G3 as pinned (ck_fetch.PINNED) and also needs two things inside G3 that moved during 2025 (REQUIRED).
 A tree without them stops the build here, with the fetch command, instead of failing in a compiler.

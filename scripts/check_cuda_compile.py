@@ -29,10 +29,11 @@ sys.path.insert(0, str(ROOT))
 from build_support import cuda  # noqa: E402
 
 def ci_subset(table: list[dict]) -> set[str]:
-    """One instance key per family (first in table order): every schedule, scaling and wgmma flavour."""
+    """One instance key per family (first in table order): every schedule, scaling, input dtype (each its own
+    wgmma flavour) and output type (each its own epilogue); the RR twins differ only in B's layout tag."""
     seen, keys = set(), set()
     for row in table:
-        family = (row["scaling"], row["schedule"], row["dtype"] in ("F16", "BF16"), row["dtype"] == "I8")
+        family = (row["scaling"], row["schedule"], row["dtype"], row["out"])
         if family not in seen:
             seen.add(family)
             keys.add(row["key"])

@@ -1,6 +1,6 @@
 """Grouped GEMMs for the conformance suite's own tests, following its calling conventions.
 
-``reference_packed`` / ``reference_list`` are correct, written without ckgemm.testing (float64 products of
+``reference_packed`` / ``reference_list`` are correct, written without ckgemm.testing (float32 products of
 the operands dequantized by broadcasting their scales; int64 for int8 without scales). Every other kernel
 is wrong in exactly one way that one check of the catalogue exists for; each takes ``out=``, so the
 suite's poisoned, guard-banded outputs are what it writes into.

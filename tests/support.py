@@ -147,7 +147,7 @@ FP8_MMA_STEP_BOUND = 4 * 2.0**-14
 
 def assert_scaled_matches(out, a, b, sa, sb, layout, recipe, what):
     """Bound per element: half an ulp of the output plus fp32 accumulation of the scaled products
-    (K * 2^-24 * sum |a sA||b sB|, times 4 for the scale multiplies), plus, for fp8 inputs on a GPU, the
+    ((K + 4) * 2^-24 * sum |a sA||b sB|: the 4 for the scale multiplies), plus, for fp8 inputs on a GPU, the
     tensor core's narrower accumulation (FP8_MMA_STEP_BOUND * the same magnitude)."""
     exact = scaled_exact(a, b, sa, sb, layout, recipe)
     out = out.cpu()

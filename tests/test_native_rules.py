@@ -305,8 +305,20 @@ def test_every_route_lands_on_an_instance_that_accepts_it(probe):
         if scaling:
             out = rng.choice([0, 1, 2])
         m, n, k = rng.choice([1, 17, 64, 300]), rng.choice([8, 20, 128, 1000]), rng.choice([16, 30, 128, 4099])
-        code, kp, np_, why = _route(probe, dtype, out, rng.choice(["RC", "RR"]), scaling, m, n, k,
-                                    a_off=rng.choice([0, 0, 2]), scales=bool(scaling))
+        layout, a_off, c_off = rng.choice(["RC", "RR"]), rng.choice([0, 0, 2]), rng.choice([0, 0, 2])
+        code, kp, np_, why = _route(probe, dtype, out, layout, scaling, m, n, k, a_off=a_off, c_off=c_off,
+                                    scales=bool(scaling))
         assert why == "" and routes.kind(code) == routes.KIND_KERNEL, why
         assert kp >= k and kp % 16 == 0 or kp == k
         assert np_ >= n
+        # the group as the executor hands it to the instance: copies are fresh aligned buffers (B copied is
+        # RC [N, K]), K padded only when A and B are copied, C staged at the padded N
+        flags = routes.flags(code)
+        copy_a, copy_b, stage = (bool(flags & f) for f in (routes.FLAG_REPACK_A, routes.FLAG_REPACK_B,
+                                                          routes.FLAG_STAGE_C))
+        assert kp == k or (copy_a and copy_b) and (np_ == n or stage)
+        ldb = kp if copy_b else (k if layout == "RC" else n)
+        routed = Desc(_addr(5 << 28) if copy_a else _addr(a_off), _addr(6 << 28) if copy_b else _addr(1 << 28),
+                      _addr(7 << 28) if stage else _addr((2 << 28) + c_off), m, np_, kp, kp if copy_a else k, ldb,
+                      np_ if stage else n, _addr(3 << 28) if scaling else None, _addr(4 << 28) if scaling else None)
+        assert probe.probe_instance_rejects(routes.instance(code), ctypes.byref(routed)) == b"", (dtype, layout, m, n, k)
