@@ -18,6 +18,7 @@ import ckgemm
 from ckgemm.testing import Report, bench, device_info
 from ckgemm.testing.data import random_tensor
 from ckgemm.testing.kineto import breakdown
+from ckgemm.testing.peers import peers as find_peers
 
 import common  # benchmarks/common.py: this script's folder is on sys.path
 
@@ -30,24 +31,12 @@ CASES = {  # name: per-group (M, N, K)
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": None, "int8": torch.int8}
 
 
-def peers_for(a, b, dtype):
-    """A matmul (or _scaled_mm / _int_mm) loop, and torch._grouped_mm for bf16 (same shapes only)."""
-    bt = [x.t() for x in b]
-    out = {}
-    if dtype.itemsize == 2:
-        out["matmul loop"] = lambda: [torch.matmul(x, y) for x, y in zip(a, bt)]
-    elif dtype == torch.int8:
-        out["_int_mm loop"] = lambda: [torch._int_mm(x, y) for x, y in zip(a, bt) if x.shape[0] > 16]
-    else:
-        one = torch.ones((), device=a[0].device)
-        out["_scaled_mm loop"] = lambda: [torch._scaled_mm(x, y, scale_a=one, scale_b=one, out_dtype=torch.float32)
-                                          for x, y in zip(a, bt)]
+def peers_for(a, b) -> dict:
+    """The harness's peers (ckgemm.testing.peers): the loop of the dtype's torch GEMM, and torch's grouped
+    op where the groups share N and K."""
     same = len({tuple(x.shape[1:]) for x in a}) == 1 and len({tuple(y.shape) for y in b}) == 1
-    if dtype == torch.bfloat16 and same and hasattr(torch, "_grouped_mm"):
-        pa, pb = torch.cat(a), torch.stack(b).transpose(-2, -1)
-        offs = torch.tensor([x.shape[0] for x in a], device=pa.device).cumsum(0, dtype=torch.int32)
-        out["_grouped_mm"] = lambda: torch._grouped_mm(pa, pb, offs=offs)
-    return out
+    packed = (torch.cat(a), torch.stack(b).transpose(-2, -1), [x.shape[0] for x in a]) if same else None
+    return {p.name: p.fn for p in find_peers(a, [y.t() for y in b], packed) if p.fn is not None}
 
 
 def host_loop_us(fn, calls: int) -> float:
@@ -75,7 +64,7 @@ def run(name, shapes, dtype_name, dtype, args, device, report):
         forms["ckgemm packed"] = lambda: ckgemm.grouped_gemm_packed(pa, pb, sizes, out=pout)
     rows = []
     timed = dict(warmup=args.warmup, iters=args.iters, device=device, telemetry=False)
-    for label, fn in {**forms, **peers_for(a, b, dtype)}.items():
+    for label, fn in {**forms, **peers_for(a, b)}.items():
         e2e = bench(fn, sync=True, **timed).median_ms * 1e3
         try:
             graph = bench(fn, graph=True, **timed).median_ms * 1e3
@@ -86,7 +75,7 @@ def run(name, shapes, dtype_name, dtype, args, device, report):
                "e2e - graph us": None if graph is None else e2e - graph, "host loop us": host_loop_us(fn, args.iters),
                "kernels/call": split.launches, "kernel us": split.kernel_us, "host gap us": split.host_gap_us}
         if label.startswith("ckgemm"):
-            row["config"] = str(ckgemm.last_dispatch()).split(": ", 1)[-1]
+            row["config"] = ckgemm.last_dispatch().summary
         rows.append(row)
         report.add(op=label, backend="ckgemm" if label.startswith("ckgemm") else "torch", dtype=dtype_name,
                    shape=name, config=row.get("config", ""), time={"median_ms": e2e / 1e3},
@@ -109,8 +98,9 @@ def main() -> int:
             continue
         for dtype_name in args.dtype.split(","):
             dtype = DTYPES[dtype_name] or ckgemm.fp8_dtype_for(device)
-            rows += run(name, shapes, dtype_name, dtype, args, device, report)
-            print(tabulate(rows[-3:], headers="keys", floatfmt=".1f"), flush=True)
+            new = run(name, shapes, dtype_name, dtype, args, device, report)
+            rows += new
+            print(tabulate(new, headers="keys", floatfmt=".1f"), flush=True)
     common.finish(report, rows, args, ".1f")
     return 0
 

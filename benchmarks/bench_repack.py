@@ -53,7 +53,7 @@ def rr_case(name, dtype, device, args, report) -> list[dict]:
     timed = dict(warmup=args.warmup, iters=args.iters, device=device)
     for label, fn in forms.items():
         fn()
-        path = str(ckgemm.last_dispatch()).split(": ", 1)[-1]
+        path = ckgemm.last_dispatch().summary
         e2e = bench(fn, sync=True, **timed).median_ms
         graph = bench(fn, graph=True, **timed).median_ms
         rows.append({"case": name, "dtype": str(dtype).replace("torch.", ""), "form": label, "e2e ms": e2e,
@@ -68,7 +68,7 @@ def rr_case(name, dtype, device, args, report) -> list[dict]:
 
 def main() -> int:
     args = common.parser(__doc__, iters=20, warmup=3, cases=False).parse_args()
-    device = common.gpu_device()
+    device = common.gpu_device(needs_native=True)  # times torch.ops.ckgemm.transpose_b
     if device is None:
         return 2
     ceilings = measure_ceilings(device)

@@ -34,8 +34,9 @@ def verify(out, ref, dtype, k, name):
     """On the device (a prefill output has 10^8 elements): the scaled tolerance from the whole output's
     max|ref| (a per-group bound at least as loose for every group), and the calc_diff bound."""
     rtol, atol = scaled_tolerance(dtype, torch.bfloat16, k, float(ref.abs().max()))
-    stats = gpu_verify(out.float(), ref, rtol, atol)
-    diff = calc_diff(out.float(), ref)
+    out = out.float()
+    stats = gpu_verify(out, ref, rtol, atol)
+    diff = calc_diff(out, ref)
     if not stats.passed or not diff <= scaled_max_diff(torch.bfloat16):
         raise AssertionError(f"{name}: {stats}; calc_diff {diff:.3g} (bound {scaled_max_diff(torch.bfloat16):.3g})")
 
@@ -110,7 +111,7 @@ def run(name, recipe, dtype, args, device, report, ceilings):
     call()
     ref = grouped_gemm_reference_packed((a, sa), (b, sb), sizes)
     verify(out, ref, dtype, k, f"{name} {recipe}")
-    config = str(ckgemm.last_dispatch()).split(": ", 1)[-1]
+    config = ckgemm.last_dispatch().summary
     timed = dict(warmup=args.warmup, iters=args.iters, device=device)
     e2e = bench(call, sync=True, **timed).median_ms
     graph = bench(call, graph=True, **timed).median_ms

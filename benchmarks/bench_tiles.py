@@ -18,6 +18,7 @@ import ckgemm
 from ckgemm.backends.native import _C
 from ckgemm.testing import Report, bench, device_info, shapes
 from ckgemm.testing.data import random_tensor
+from ckgemm.testing.peers import peers as find_peers
 
 import common  # benchmarks/common.py: this script's folder is on sys.path
 
@@ -51,7 +52,7 @@ def run(name, dtype_name, args, device, report):
     timed = dict(warmup=args.warmup, iters=args.iters, device=device, graph=True, telemetry=False)
     os.environ.pop("CKGEMM_CONFIG", None)
     ckgemm.grouped_gemm_packed(a, b, gs, out=out)
-    default = str(ckgemm.last_dispatch()).split(": ", 1)[-1]
+    default = ckgemm.last_dispatch().summary
     reference = out.clone()
     order = candidates(dtype)
     times = {i["name"]: [] for i in order}
@@ -65,12 +66,8 @@ def run(name, dtype_name, args, device, report):
             times[info["name"]].append(bench(lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out), **timed).median_ms)
     os.environ.pop("CKGEMM_CONFIG", None)
     bt = b.transpose(-1, -2)
-    starts = torch.tensor([0] + list(case.ms)).cumsum(0).tolist()
-    views = [(a[s:s + m], bt[g]) for g, (s, m) in enumerate(zip(starts, case.ms)) if m]
-    peers = {"matmul loop": lambda: [torch.matmul(x, y) for x, y in views]}
-    if dtype == torch.bfloat16 and hasattr(torch, "_grouped_mm"):
-        offs = gs.cumsum(0, dtype=torch.int32)
-        peers["_grouped_mm"] = lambda: torch._grouped_mm(a, bt, offs=offs)
+    peers = {p.name: p.fn for p in find_peers(list(a.split(list(case.ms))), list(bt), (a, bt, case.ms))
+             if p.fn is not None and p.capturable}  # timed in graph replay, which a host sync cannot join
     peer_ms = {p: bench(fn, **timed).median_ms for p, fn in peers.items()}
     best = min(peer_ms.values())
     rows = []
@@ -101,8 +98,9 @@ def main() -> int:
         if not common.selected(name, args):
             continue
         for dtype_name in args.dtype.split(","):
-            rows += run(name, dtype_name, args, device, report)
-            print(tabulate(rows[-4:], headers="keys", floatfmt=".4g"), flush=True)
+            new = run(name, dtype_name, args, device, report)
+            rows += new
+            print(tabulate(new, headers="keys", floatfmt=".4g"), flush=True)
             torch.cuda.empty_cache()
     common.finish(report, rows, args)
     return 0

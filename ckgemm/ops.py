@@ -29,13 +29,17 @@ class Dispatch:
     recipe: str = "none"
     out_dtype: str = ""
 
-    def __str__(self) -> str:
+    @property
+    def summary(self) -> str:
+        """The distinct paths with their group counts, e.g. 'cutlass:coop_128x256x64_c1x2 x3, skip:empty x1'."""
         counts: dict[str, int] = {}
         for p in self.paths:
             counts[p] = counts.get(p, 0) + 1
-        summary = ", ".join(f"{p} x{c}" for p, c in counts.items())
+        return ", ".join(f"{p} x{c}" for p, c in counts.items())
+
+    def __str__(self) -> str:
         scaled = f", {self.recipe} scales -> {self.out_dtype}" if self.recipe != "none" else ""
-        return f"{self.op}[{self.backend}, {self.dtype}, {self.layout}{scaled}]: {summary}"
+        return f"{self.op}[{self.backend}, {self.dtype}, {self.layout}{scaled}]: {self.summary}"
 
 
 _LAST = threading.local()

@@ -17,7 +17,7 @@ import ckgemm  # noqa: E402
 from ckgemm.testing import Report, baseline, device_info, roofline  # noqa: E402
 from grouped_gemm_cli.args import parse_args  # noqa: E402
 from grouped_gemm_cli.bad_input import run_bad_inputs  # noqa: E402
-from grouped_gemm_cli.correctness import output_dtype, run_correctness  # noqa: E402
+from grouped_gemm_cli.correctness import cell_row, output_dtype, run_correctness  # noqa: E402
 from grouped_gemm_cli.perf import mfu_pct, perf_line, time_run, work  # noqa: E402
 from grouped_gemm_cli.plan import cells, make_plan  # noqa: E402
 from grouped_gemm_cli.summary import print_summary, write_csv  # noqa: E402
@@ -56,11 +56,7 @@ def run_cases(args, plan, report: Report, ceilings) -> int:
         print(f"{status} {variant.label:4s} {layout} {item.form:6s} {item.case}  [{outcome.kernel}]")
         if not outcome.passed:
             print(outcome.report)
-        row = dict(op=f"grouped_gemm_{item.form}", backend=args.backend or "auto", dtype=variant.name, layout=layout,
-                   shape=item.case.id,
-                   config=item.case.purpose + ("" if variant.quant == "none" else f" [{variant.quant} scales]"),
-                   error=outcome.summary, passed=outcome.passed, form=item.form, quant=variant.quant,
-                   kernel=outcome.kernel)
+        row = cell_row(variant, layout, item, outcome, args.backend)
         if outcome.passed and item.perf and not args.no_perf and item.case.flops > 0:
             row.update(_timed_row(item, variant, layout, outcome, prepared, ceilings, timing, plan.device, args.aiter))
         report.add(**row)

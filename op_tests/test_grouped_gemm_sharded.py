@@ -1,8 +1,9 @@
 #!/usr/bin/env python
 """op_tests/test_grouped_gemm.py's correctness sweep sharded over ranks, one GPU each: rank r runs every
 world-th (dtype, layout, case) cell of the same plan, rank 0 gathers every rank's result rows into one report,
-and every rank exits 1 when any cell on any rank failed. Takes test_grouped_gemm.py's options (timing aside:
-a sharded sweep checks correctness) plus --nproc/--comm/--timeout.
+and every rank exits 1 when any cell on any rank failed. Takes test_grouped_gemm.py's options plus
+--nproc/--comm/--timeout; a sharded sweep checks correctness only, so the timing options are ignored and
+--aiter, --csv and --baseline are refused (exit 2).
 
   torchrun --nproc-per-node 8 op_tests/test_grouped_gemm_sharded.py --moe --groups 32 --m 1024 --json all.json
   python op_tests/test_grouped_gemm_sharded.py --nproc 2 --smoke     # self-started: gloo ranks on a CPU box
@@ -24,7 +25,7 @@ from ckgemm.testing.distributed.launch import exit_rank, init_from_env, launch, 
 from ckgemm.testing.distributed.verdict import gather_to_rank0  # noqa: E402
 from grouped_gemm_cli.args import parse_args  # noqa: E402
 from grouped_gemm_cli.bad_input import run_bad_inputs  # noqa: E402
-from grouped_gemm_cli.correctness import run_correctness  # noqa: E402
+from grouped_gemm_cli.correctness import cell_row, run_correctness  # noqa: E402
 from grouped_gemm_cli.plan import cells, make_plan  # noqa: E402
 
 
@@ -38,12 +39,6 @@ def split_argv(argv):
     return p.parse_known_args(argv)
 
 
-def _cell_row(world, variant, layout, item, outcome, backend) -> dict:
-    return {"op": f"grouped_gemm_{item.form}", "backend": backend or "auto", "dtype": variant.name,
-            "quant": variant.quant, "form": item.form, "layout": layout, "shape": item.case.id,
-            "config": item.case.purpose, "error": outcome.summary, "passed": outcome.passed, "rank": world.rank}
-
-
 def run_shard(world, args) -> dict:
     """This rank's cells; returns {"failures": failures on every rank} (the rows on rank 0)."""
     torch.backends.mkldnn.enabled = False  # as test_grouped_gemm.py on CPU: no per-shape oneDNN JIT
@@ -53,7 +48,7 @@ def run_shard(world, args) -> dict:
         outcome, _ = run_correctness(item.case, variant, layout, item.form, args.seed, plan.device, args.backend)
         print(f"[rank {world.rank}] {'PASS' if outcome.passed else 'FAIL'} {variant.label:4s} {layout} "
               f"{item.form:6s} {item.case}" + ("" if outcome.passed else f"\n{outcome.report}"), flush=True)
-        rows.append(_cell_row(world, variant, layout, item, outcome, args.backend))
+        rows.append({**cell_row(variant, layout, item, outcome, args.backend), "rank": world.rank})
     if world.rank == 0 and (args.bad_input or args.smoke):
         rows += [{"op": "bad_input", "backend": args.backend or "auto", "dtype": "", "shape": case, "passed": ok,
                   "rank": 0} for case, ok, _ in run_bad_inputs(plan.device, args.seed, backend=args.backend)]
@@ -76,6 +71,12 @@ def run_shard(world, args) -> dict:
 def main(argv=None) -> int:
     launch_opts, rest = split_argv(sys.argv[1:] if argv is None else argv)
     args = parse_args(rest)
+    refused = [flag for flag, given in (("--aiter", args.aiter), ("--csv", args.csv), ("--baseline", args.baseline))
+               if given]
+    if refused:
+        print(f"error: {', '.join(refused)}: a sharded sweep times nothing; run test_grouped_gemm.py for that",
+              file=sys.stderr)
+        return 2
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # under torchrun
         world = init_from_env(launch_opts.comm, launch_opts.timeout)
         failures = run_shard(world, args)["failures"]

@@ -67,3 +67,8 @@ def test_launch_options_do_not_reach_the_op_tests_parser(sharded):
     launch_opts, rest = sharded.split_argv(["--nproc", "3", "--comm", "gloo", "--smoke"])
     assert (launch_opts.nproc, launch_opts.comm, rest) == (3, "gloo", ["--smoke"])
     assert str(OP_TESTS) in sys.path
+
+
+def test_timing_options_are_refused_not_ignored(sharded, capsys):
+    assert sharded.main([*LAUNCH, *SUBSET, "--baseline", "b.json", "--csv", "x.csv"]) == 2
+    assert "--csv, --baseline: a sharded sweep times nothing" in capsys.readouterr().err

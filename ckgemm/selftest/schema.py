@@ -24,7 +24,6 @@ from .checks import ERROR, FAIL, VERDICTS
 SCHEMA = "ckgemm.selftest/1"
 NUMBER = (int, float)
 OPTIONAL_NUMBER = (int, float, type(None))
-OPTIONAL_STR = (str, type(None))
 
 TOP = {"schema": str, "verdict": str, "verdict_line": str, "started": str, "seconds": NUMBER, "argv": list,
        "quick": bool, "environment": dict, "checks": list, "timings": list, "logs": dict}

@@ -122,10 +122,16 @@ def kernel_config(dispatch) -> str:
     'cutlass:coop_128x256x64_c1x2 x3, skip:empty x1'."""
     if dispatch is None:
         return "?"
-    counts: dict[str, int] = {}
-    for path in dispatch.paths:
-        counts[path] = counts.get(path, 0) + 1
-    return ", ".join(f"{p} x{c}" for p, c in counts.items()) or "no groups"
+    return dispatch.summary or "no groups"
+
+
+def cell_row(variant: Variant, layout: str, item, outcome: Outcome, backend) -> dict:
+    """The report row of one checked cell (timing columns are added to it when the cell is timed)."""
+    return dict(op=f"grouped_gemm_{item.form}", backend=backend or "auto", dtype=variant.name, layout=layout,
+                shape=item.case.id,
+                config=item.case.purpose + ("" if variant.quant == "none" else f" [{variant.quant} scales]"),
+                error=outcome.summary, passed=outcome.passed, form=item.form, quant=variant.quant,
+                kernel=outcome.kernel)
 
 
 def run_correctness(case, variant: Variant, layout: str, form: str, seed: int, device, backend):

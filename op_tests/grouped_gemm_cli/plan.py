@@ -42,10 +42,6 @@ class Plan:
     items: tuple[Item, ...]
     skipped: tuple[str, ...] = ()  # (dtype, recipe) pairs asked for that have no meaning, with why
 
-    @property
-    def dtypes(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(v.name for v in self.variants))
-
 
 def run_device(choice: str = "auto") -> torch.device:
     """--device: auto (the current GPU where one is visible, else the CPU), cpu, or cuda (ROCm's GPUs too)."""

@@ -21,7 +21,6 @@ TIERS = {
                  huge=32768, long=(2, 256, 512, 32768), int8=(2, 256, 512, 8192), poison=(8, 512),
                  graph=(300, 0, 1000, 77, 1, 2048, 0, 500), hetero=(8, (1, 2048), (128, 4096), (128, 4096))),
 }
-KINDS = ("values", "poison", "determinism", "graph", "bad_input")
 DETERMINISM_REPEATS = 3
 
 
@@ -31,7 +30,7 @@ class Check:
     title: str
     purpose: str
     build: object  # (tier: dict, form: str, seed: int) -> Case, or None when the form cannot express it
-    kind: str = "values"
+    kind: str = "values"  # values, poison, determinism, graph or bad_input (checks.py runs each)
     values: str = "normal"  # operands.VALUES
     requires: frozenset = field(default_factory=frozenset)  # checks.REQUIREMENTS: unmet ones give "n/a"
 

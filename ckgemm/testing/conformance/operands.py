@@ -76,13 +76,24 @@ class Operands:
     sizes: torch.Tensor | None  # packed: int32 [G] on the device
     scale_a: object  # None without scales
     scale_b: object
-    ref_a: object  # what the reference multiplies: the same tensors, or (codes, scale) pairs
-    ref_b: object
-    seed: int
 
     @property
     def scaled(self) -> bool:
         return self.scale_a is not None
+
+    @property
+    def ref_a(self):
+        """What the reference multiplies: the kernel's own tensors, or (codes, scale) pairs."""
+        return self._pairs(self.a, self.scale_a)
+
+    @property
+    def ref_b(self):
+        return self._pairs(self.b, self.scale_b)
+
+    def _pairs(self, codes, scales):
+        if scales is None:
+            return codes
+        return (codes, scales) if self.form == "packed" else list(zip(codes, scales))
 
     @property
     def exact(self) -> bool:
@@ -128,13 +139,13 @@ def build(case: Case, form: str, layout: str, dtype: torch.dtype, recipe: str, s
     out_dtype = out_dtype or expected_out_dtype(dtype, recipe)
     if recipe == "none":
         a, b, sizes = _plain(case, form, layout, dtype, seed, device, values)
-        return Operands(case, form, layout, dtype, recipe, out_dtype, a, b, sizes, None, None, a, b, seed)
+        return Operands(case, form, layout, dtype, recipe, out_dtype, a, b, sizes, None, None)
     src_a, src_b, sizes = _plain(case, form, layout, torch.float32, seed, device, "normal")
     cast_a, cast_b = _casts(recipe, dtype)
     if form == "packed":
         (a, sa), (b, sb) = _quantize(src_a, cast_a), _quantize(src_b, cast_b, layout, True)
-        return Operands(case, form, layout, dtype, recipe, out_dtype, a, b, sizes, sa, sb, (a, sa), (b, sb), seed)
+        return Operands(case, form, layout, dtype, recipe, out_dtype, a, b, sizes, sa, sb)
     pairs_a = [_quantize(x, cast_a) for x in src_a]
     pairs_b = [_quantize(x, cast_b, layout, True) for x in src_b]
     return Operands(case, form, layout, dtype, recipe, out_dtype, [p[0] for p in pairs_a], [p[0] for p in pairs_b],
-                    None, [p[1] for p in pairs_a], [p[1] for p in pairs_b], pairs_a, pairs_b, seed)
+                    None, [p[1] for p in pairs_a], [p[1] for p in pairs_b])

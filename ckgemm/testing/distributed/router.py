@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 import torch
 
-ROUTINGS = ("balanced", "zipf")
 ZIPF_S = 1.2
 
 
