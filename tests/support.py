@@ -6,6 +6,7 @@ bug in either cannot hide in both.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import zlib
 from pathlib import Path
@@ -161,6 +162,22 @@ def assert_scaled_matches(out, a, b, sa, sb, layout, recipe, what):
     mma = FP8_MMA_STEP_BOUND if a.dtype.is_floating_point and a.is_cuda else 0.0
     bound = half_ulp * exact.abs() * 1.0001 + ((k + 4) * 2.0**-24 + mma) * magnitude + 1e-30
     _assert_within(out, exact, bound, what)
+
+
+def op_tests_on_one_thread(module_name: str):
+    """Body of a module fixture: an OpTestsOnCpu with one intra-op thread while it lives (the CLI's tiny
+    matmuls lose milliseconds to thread wake-ups on a busy 2-core machine)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield OpTestsOnCpu(module_name)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def report_rows(path) -> list[dict]:
+    """The rows of a report JSON (ckgemm.testing.Report.write_json)."""
+    return json.loads(Path(path).read_text())["rows"]
 
 
 class OpTestsOnCpu:

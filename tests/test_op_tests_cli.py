@@ -11,18 +11,12 @@ import torch
 
 import ckgemm.backends.reference as reference_backend
 import ckgemm.validate
-from support import OpTestsOnCpu
-
+from support import op_tests_on_one_thread, report_rows
 
 
 @pytest.fixture(scope="module")
 def cli():
-    """The CLI module, run with one intra-op thread: on a shared 2-core machine thread wake-ups cost
-    milliseconds per tiny matmul (the CLI itself does this for --smoke only)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield OpTestsOnCpu("ckgemm_op_tests_cli")
-    torch.set_num_threads(threads)
+    yield from op_tests_on_one_thread("ckgemm_op_tests_cli")
 
 
 SMALL = ["--groups", "2", "--m", "24", "--n", "16", "--k", "40"]
@@ -148,17 +142,13 @@ SEED_COMMANDS = [
 ]
 
 
-def _rows(path):
-    return json.loads(path.read_text())["rows"]
-
-
 @pytest.mark.parametrize("command", SEED_COMMANDS, ids=" ".join)
 def test_seed_command_lines_run_and_pass(cli, command, tmp_path, capsys):
     out = tmp_path / "run.json"
     assert cli.main([*command, *CPU_SIZE, "--json", str(out)]) == 0
     text = capsys.readouterr().out
     assert "ALL PASSED" in text and "summary (markdown):" in text
-    rows = _rows(out)
+    rows = report_rows(out)
     cases = [r for r in rows if r["op"] != "bad_input"]
     assert cases and all(r["passed"] for r in rows)
     dtypes = {r["dtype"] for r in cases}
@@ -187,7 +177,7 @@ def test_seed_command_lines_run_and_pass(cli, command, tmp_path, capsys):
 def test_layout_takes_a_value_too(cli, tmp_path):
     out = tmp_path / "rr.json"
     assert cli.main([*SMALL, "--layout", "rr", "--dtype", "bf16", "--no-perf", "--json", str(out)]) == 0
-    assert {(r["layout"], r["form"]) for r in _rows(out)} == {("RR", "list")}
+    assert {(r["layout"], r["form"]) for r in report_rows(out)} == {("RR", "list")}
     with pytest.raises(SystemExit):
         cli.main(["--layout", "CR"])
 
@@ -196,7 +186,7 @@ def test_aiter_aliases_and_dtype_names(cli, tmp_path):
     out = tmp_path / "alias.json"
     assert cli.main(["-g", "2", "-m", "8", "-n", "16", "-k", "32", "-d", "i8", "bf16", "-l", "RC", "--no-perf",
                      "--json", str(out)]) == 0
-    rows = _rows(out)
+    rows = report_rows(out)
     assert {r["dtype"] for r in rows} == {"int8", "bf16"} and {r["shape"] for r in rows} == {"2x8x16x32"}
 
 
@@ -222,6 +212,6 @@ def test_mfu_against_the_device_peak(cli, monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(roofline, "peak_for_device", lambda device=None: fake)
     out = tmp_path / "mfu.json"
     assert cli.main([*SMALL, "-d", "bf16", "-l", "RC", "--warmup", "0", "--repeat", "2", "--json", str(out)]) == 0
-    (row,) = _rows(out)
+    (row,) = report_rows(out)
     assert row["mfu_pct"] == pytest.approx(row["tflops"] / 0.001 * 100, rel=1e-9)
     assert f"MFU {row['mfu_pct']:.3g}%" in capsys.readouterr().out

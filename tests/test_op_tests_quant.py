@@ -5,27 +5,19 @@ from __future__ import annotations
 
 import sys
 import types
-import json
 
 import pytest
 import torch
 
 import ckgemm.backends.reference as reference_backend
-from support import OpTestsOnCpu
+from support import op_tests_on_one_thread, report_rows
 
 SMALL = ["--groups", "3", "--m", "24", "--n", "40", "--k", "200"]  # K = 200: a partial last 128-block
 
 
 @pytest.fixture(scope="module")
 def cli():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny matmuls: thread wake-ups would dominate on a busy machine
-    yield OpTestsOnCpu("ckgemm_op_tests_cli_quant")
-    torch.set_num_threads(threads)
-
-
-def _rows(path):
-    return json.loads(path.read_text())["rows"]
+    yield from op_tests_on_one_thread("ckgemm_op_tests_cli_quant")
 
 
 def test_smoke_with_every_recipe_passes(cli, tmp_path, capsys):
@@ -34,7 +26,7 @@ def test_smoke_with_every_recipe_passes(cli, tmp_path, capsys):
     text = capsys.readouterr().out
     assert "SKIP fp16 --quant tensor row block: fp16/bf16 take no scales" in text
     assert "SKIP int8 --quant block" in text and "ALL PASSED" in text
-    cases = [r for r in _rows(out) if r["op"] != "bad_input"]
+    cases = [r for r in report_rows(out) if r["op"] != "bad_input"]
     seen = {(r["dtype"], r["quant"], r["layout"], r["form"]) for r in cases}
     wanted = {(d, q, lay, f) for d, q in [("fp8", "tensor"), ("fp8", "row"), ("fp8", "block"), ("int8", "tensor"),
                                          ("int8", "row")] for lay in ("RC", "RR") for f in ("list", "packed")}
@@ -50,7 +42,7 @@ def test_moe_quant_runs_list_and_packed_forms_and_times_beside_scaled_peers(cli,
     assert cli.main(["--moe", *SMALL, "--moe-dist", "zipf", "-d", "fp8", "int8", "-q", "row", "block",
                      "--warmup", "0", "--repeat", "2", "--json", str(out)]) == 0
     text = capsys.readouterr().out
-    rows = _rows(out)
+    rows = report_rows(out)
     assert {(r["dtype"], r["quant"], r["form"]) for r in rows} == {
         (d, q, f) for d, q in [("fp8", "row"), ("fp8", "block"), ("int8", "row")] for f in ("list", "packed")}
     assert all("median_ms" in r and r["kernel"].startswith("torch") for r in rows)
@@ -159,7 +151,7 @@ def test_aiter_peer_gets_b_as_n_by_k_and_the_runs_scales(cli, monkeypatch, tmp_p
     out = tmp_path / "aiter.json"
     assert cli.main([*SMALL, "-d", "bf16", "fp8", "-q", "none", "row", "block", "-l", "RR", "--aiter",
                      "--warmup", "0", "--repeat", "2", "--json", str(out)]) == 0
-    rows = {(r["dtype"], r["quant"]): r for r in _rows(out)}
+    rows = {(r["dtype"], r["quant"]): r for r in report_rows(out)}
     assert rows[("bf16", "none")]["aiter_peer"] == "aiter loop" and rows[("bf16", "none")]["vs_aiter"] != "n/a"
     assert rows[("fp8", "none")]["vs_aiter"] == "n/a" and "no aiter GEMM" in rows[("fp8", "none")]["aiter_reason"]
     assert ("mm", (40, 200), torch.bfloat16) in calls  # RR b [K, N] handed over as [N, K]
