@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """The eager call's cost beyond its kernels, against torch's peers in the same process: end to end
-(device idle at the start event), CUDA-graph replay (kernels only), their difference, the profiler's
-breakdown (kernel time and host gap per call), and the seed-style back-to-back loop timed on the host
-(the op_tests default case, as aiter's script times it).
+(device idle at the start event), CUDA-graph replay (kernels only), their difference (and its floor: the
+same for one trivial torch op), the profiler's breakdown (kernel time and host gap per call), and the
+seed-style back-to-back loop timed on the host (the op_tests default case, as aiter's script times it).
 
     python benchmarks/bench_host.py --json host.json --markdown host.md
 """
@@ -62,26 +62,38 @@ def run(name, shapes, dtype_name, dtype, args, device, report):
         pa, pb = torch.cat(a), torch.stack(b)
         pout = torch.empty((pa.shape[0], shapes[0][1]), dtype=c[0].dtype, device=device)
         forms["ckgemm packed"] = lambda: ckgemm.grouped_gemm_packed(pa, pb, sizes, out=pout)
-    rows = []
+    return [timed_row(name, dtype_name, label, fn, args, device, report)
+            for label, fn in {**forms, **peers_for(a, b)}.items()]
+
+
+def timed_row(name, dtype_name, label, fn, args, device, report) -> dict:
+    """One callable: end to end, graph replay, their difference, the profiler's split and the host loop."""
     timed = dict(warmup=args.warmup, iters=args.iters, device=device, telemetry=False)
-    for label, fn in {**forms, **peers_for(a, b)}.items():
-        e2e = bench(fn, sync=True, **timed).median_ms * 1e3
-        try:
-            graph = bench(fn, graph=True, **timed).median_ms * 1e3
-        except Exception:  # noqa: BLE001 - a peer that synchronises with the host cannot be captured
-            graph = None
-        split = breakdown(fn, iters=args.iters, device=device)
-        row = {"case": name, "dtype": dtype_name, "form": label, "e2e us": e2e, "graph us": graph,
-               "e2e - graph us": None if graph is None else e2e - graph, "host loop us": host_loop_us(fn, args.iters),
-               "kernels/call": split.launches, "kernel us": split.kernel_us, "host gap us": split.host_gap_us}
-        if label.startswith("ckgemm"):
-            row["config"] = ckgemm.last_dispatch().summary
-        rows.append(row)
-        report.add(op=label, backend="ckgemm" if label.startswith("ckgemm") else "torch", dtype=dtype_name,
-                   shape=name, config=row.get("config", ""), time={"median_ms": e2e / 1e3},
-                   graph_ms=None if graph is None else graph / 1e3, host_loop_us=row["host loop us"],
-                   kernels=split.kernels, host_gap_us=split.host_gap_us)
-    return rows
+    e2e = bench(fn, sync=True, **timed).median_ms * 1e3
+    try:
+        graph = bench(fn, graph=True, **timed).median_ms * 1e3
+    except Exception:  # noqa: BLE001 - a peer that synchronises with the host cannot be captured
+        graph = None
+    split = breakdown(fn, iters=args.iters, device=device)
+    row = {"case": name, "dtype": dtype_name, "form": label, "e2e us": e2e, "graph us": graph,
+           "e2e - graph us": None if graph is None else e2e - graph, "host loop us": host_loop_us(fn, args.iters),
+           "kernels/call": split.launches, "kernel us": split.kernel_us, "host gap us": split.host_gap_us}
+    if label.startswith("ckgemm"):
+        row["config"] = ckgemm.last_dispatch().summary
+    report.add(op=label, backend="ckgemm" if label.startswith("ckgemm") else "torch", dtype=dtype_name,
+               shape=name, config=row.get("config", ""), time={"median_ms": e2e / 1e3},
+               graph_ms=None if graph is None else graph / 1e3, host_loop_us=row["host loop us"],
+               kernels=split.kernels, host_gap_us=split.host_gap_us)
+    return row
+
+
+def floor_rows(args, device, report) -> list[dict]:
+    """The same measurements of one trivial torch op (a single small kernel): the floor that e2e - graph
+    has on this machine for any eager call that launches anything."""
+    x = torch.randn(64, 64, device=device)
+    z = torch.empty_like(x)
+    return [timed_row("floor: one kernel", "fp32", "torch.add(out=)", lambda: torch.add(x, x, out=z), args, device,
+                      report)]
 
 
 def main() -> int:
@@ -92,7 +104,8 @@ def main() -> int:
     if device is None:
         return 2
     report = Report("ckgemm host overhead vs peers", meta={**device_info.environment(device), "seed": args.seed})
-    rows = []
+    rows = floor_rows(args, device, report)
+    print(tabulate(rows, headers="keys", floatfmt=".1f"), flush=True)
     for name, shapes in CASES.items():
         if not common.selected(name, args):
             continue

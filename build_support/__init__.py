@@ -9,7 +9,7 @@ from pathlib import Path
 
 # The backend-independent half of ckgemm._C (the torch ops, the executor, the shared launches, the verifier);
 # each backend adds its runner and instances (cuda.py, rocm.py). torch's ROCm build hipifies these.
-SHARED_SOURCES = ["csrc/bindings.cpp", "csrc/execute.cpp", "csrc/launch.cu", "csrc/common/verify.cu"]
+SHARED_SOURCES = ["csrc/bindings.cpp", "csrc/eager.cpp", "csrc/execute.cpp", "csrc/launch.cu", "csrc/common/verify.cu"]
 
 # Where the build writes ckgemm_build_info.h (on the include path of every TU; only csrc/bindings.cpp reads it,
 # so a new record rebuilds that one file).

@@ -1,5 +1,5 @@
 // torch bindings: one torch.library op per public form (csrc/execute.h), the prepack transpose, the
-// harness's verifier, and a few pybind functions the Python side reads once (backend kind, instance
+// harness's verifier, their eager entry points (eager.cpp), and a few pybind functions the Python side reads once (backend kind, instance
 // names) or on demand (the last call's routes). This file is hipified for ROCm.
 #include <torch/extension.h>
 #include <torch/library.h>
@@ -9,6 +9,7 @@
 
 #include "ckgemm.h"
 #include "common/verify_op.h"
+#include "eager.h"
 #include "execute.h"
 #if __has_include("ckgemm_build_info.h")
 #include "ckgemm_build_info.h"  // build/generated: what this build was made from (build_support/__init__.py)
@@ -100,6 +101,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("instance_names", &instance_names, "display names of the instances, by id");
   m.def("instances", &instances, "every instance of this build, with its kind, tile and cluster");
   m.def("last_report", &last_report, "(op, dtype, layout, recipe, out, routes) of this thread's last native call");
+  ckgemm::register_eager(m);
 #ifdef CKGEMM_BUILD_INFO
   m.def("build_info", [] { return std::string(CKGEMM_BUILD_INFO); }, "this build's record (JSON; docs/SELFTEST.md)");
 #endif

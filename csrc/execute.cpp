@@ -109,10 +109,9 @@ void run_packed_on_device(const at::Tensor& a, const at::Tensor& b, const at::Te
   if (flags & kRepackB) p.b_group_stride = moved.n * moved.k;
   if (moved.sb != envelope.sb) p.sb_group_stride = moved.n;  // row scales padded with the staged N
   work.flush_copies();
-  at::Tensor scratch =
-      work.scratch(packed_buffer_bytes(route_instance(r.code), static_cast<int>(groups), work.sms), a.device());
   RunReport report{0, -1, {0}};
-  const Status st = run_packed(route_instance(r.code), p, Buffers{scratch.data_ptr(), static_cast<size_t>(scratch.numel())},
+  const Status st = run_packed(route_instance(r.code), p,
+                               work.scratch(packed_buffer_bytes(route_instance(r.code), static_cast<int>(groups), work.sms)),
                                work.stream, work.sms, &report);
   TORCH_CHECK(st == Status::Ok, "ckgemm (", backend_name(), "): ", status_string(st), ": ", report.message);
   work.finish_staged();

@@ -13,7 +13,7 @@ int launch_repack(const RepackChunk& chunk, int64_t tiles, void* stream) {
 }
 
 int launch_size_check(const PackedArgs& args, void* stream) {
-  build_packed_groups<<<1, kPackedBuilderThreads, 0, static_cast<cudaStream_t>(stream)>>>(args, 1, 1, NullSink{});
+  build_packed_groups<<<1, packed_builder_threads(args.groups), 0, static_cast<cudaStream_t>(stream)>>>(args, 1, 1, NullSink{});
   return static_cast<int>(cudaGetLastError());
 }
 

@@ -29,6 +29,7 @@ struct Work {
   void* stream = at::cuda::getCurrentCUDAStream().stream();
   int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   std::vector<at::Tensor> keep;  // alive until the call returns (stream-ordered reuse after that)
+  std::vector<c10::DataPtr> raw;  // scratch, the same
   std::vector<CopyJob> jobs;
   std::vector<std::pair<at::Tensor, at::Tensor>> staged;  // (caller's output, the kernel's [:, :n] view)
 
@@ -60,10 +61,11 @@ struct Work {
     jobs.clear();
   }
 
-  at::Tensor scratch(size_t bytes, const at::Device& device) {
-    keep.push_back(at::empty({static_cast<int64_t>(bytes > 0 ? bytes : 1)},
-                             at::TensorOptions().dtype(at::kByte).device(device)));
-    return keep.back();
+  // Device scratch straight from the caching allocator (no tensor around it), on the current device and
+  // stream; like `keep`, released when the call returns, stream-ordered.
+  Buffers scratch(size_t bytes) {
+    raw.push_back(at::cuda::getCUDADeviceAllocator()->allocate(bytes > 0 ? bytes : 1));
+    return Buffers{raw.back().get(), bytes};
   }
 
   void finish_staged() {
@@ -150,10 +152,9 @@ inline std::vector<int32_t> run_list_groups(ListGroups& groups, const CallFacts&
   work.flush_copies();
   for (auto& [id, descs] : per_instance) {
     const int n = static_cast<int>(descs.size());
-    at::Tensor scratch = work.scratch(list_buffer_bytes(id, n, work.sms), groups.a[0].device());
     RunReport report{0, -1, {0}};
-    const Status st = run_list(id, descs.data(), n, Buffers{scratch.data_ptr(), static_cast<size_t>(scratch.numel())},
-                               work.stream, work.sms, &report);
+    const Status st = run_list(id, descs.data(), n, work.scratch(list_buffer_bytes(id, n, work.sms)), work.stream,
+                               work.sms, &report);
     TORCH_CHECK(st == Status::Ok, "ckgemm (", backend_name(), "): ", status_string(st),
                 report.group >= 0 ? " at routed group " + std::to_string(report.group) : std::string(), ": ",
                 report.message);

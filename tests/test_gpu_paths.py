@@ -9,7 +9,7 @@ import torch
 import ckgemm
 from ckgemm.testing import check, grouped_gemm_reference_packed
 from gpu_support import DEVICE, FP8_MAX_DIFF, MARKS, NATIVE
-from support import generator, rand_tensor
+from support import generator, poison, rand_tensor
 
 pytestmark = MARKS
 
@@ -72,3 +72,67 @@ def test_transpose_kernel_is_exact_with_odd_shapes():
         assert torch.equal(torch.ops.ckgemm.transpose_b(y), y.transpose(-1, -2).contiguous()), shape
 
 
+
+
+class _Sub(torch.Tensor):
+    """A tensor subclass: eager calls on it go through torch.ops (the dispatcher's Python path)."""
+
+
+class _SeesOps(torch.overrides.TorchFunctionMode):
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.seen.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def test_eager_entry_equals_the_registered_op():
+    """Plain tensors: each form runs through _C.eager_* (the C++ dispatcher) and gives bit-identical
+    results to torch.ops.ckgemm.*; a subclass or a torch-function mode is declined there and takes
+    torch.ops (the mode sees the op), with the same result."""
+    C = ckgemm.backends.native._C
+    sizes = [5, 0, 70]
+    gen = generator("gpu-eager-entry")
+    a = rand_tensor((sum(sizes), 128), torch.bfloat16, gen, DEVICE)
+    b = rand_tensor((3, 192, 128), torch.bfloat16, gen, DEVICE)
+    a_list, b_list = list(a.split(sizes)), list(b)
+    gs = torch.tensor(sizes, dtype=torch.int32, device=DEVICE)
+    ops = torch.ops.ckgemm
+    want_list = ops.gemm_list(a_list, b_list, [], [], 0, 0, None)
+    want_packed = ops.gemm_packed(a, b, gs, None, None, 0, None)
+
+    got = C.eager_gemm_list(a_list, b_list, (), (), 0, 0, None)
+    assert got is not None and all(torch.equal(x, y) for x, y in zip(got, want_list))
+    outs = [poison(x.shape, x.dtype, DEVICE) for x in want_list]
+    assert C.eager_gemm_list_out(a_list, b_list, outs, (), (), 0, 0, None) is True
+    assert all(torch.equal(x, y) for x, y in zip(outs, want_list))
+    got = C.eager_gemm_packed(a, b, gs, None, None, 0, None)
+    assert got is not None and torch.equal(got, want_packed)
+    out = poison(want_packed.shape, want_packed.dtype, DEVICE)
+    assert C.eager_gemm_packed_out(a, b, gs, out, None, None, 0, None) is True
+    assert torch.equal(out, want_packed)
+
+    sub_list = [x.as_subclass(_Sub) for x in a_list]
+    assert C.eager_gemm_list(sub_list, b_list, (), (), 0, 0, None) is None
+    assert C.eager_gemm_packed_out(a.as_subclass(_Sub), b, gs, out, None, None, 0, None) is False
+    got = ckgemm.grouped_gemm(sub_list, b_list)
+    assert all(torch.equal(x.as_subclass(torch.Tensor), y) for x, y in zip(got, want_list))
+    mode = _SeesOps()
+    with mode:
+        assert C.eager_gemm_list_out(a_list, b_list, outs, (), (), 0, 0, None) is False
+        out.fill_(float("nan"))
+        ckgemm.grouped_gemm_packed(a, b, gs, out=out)
+    assert any("gemm_packed_out" in s for s in mode.seen), mode.seen
+    assert torch.equal(out, want_packed)
+
+
+def test_eager_entry_raises_the_validators_message():
+    """A call the native validator rejects raises validate.py's text through the eager entry too."""
+    a = [torch.zeros(4, 64, dtype=torch.bfloat16, device=DEVICE)]
+    b = [torch.zeros(32, 48, dtype=torch.bfloat16, device=DEVICE)]  # K 48 != 64
+    with pytest.raises(ckgemm.InvalidArgumentError, match="K"):
+        ckgemm.grouped_gemm(a, b)
+    with pytest.raises(RuntimeError, match="ckgemm-rejected"):
+        ckgemm.backends.native._C.eager_gemm_list(a, b, (), (), 0, 0, None)

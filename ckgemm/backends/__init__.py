@@ -49,6 +49,20 @@ def native_for(backend: str | None, probe):
     """The native backend that would run a call whose first tensor is ``probe``, or None when the call
     goes to the torch reference, or when the backend cannot be told without validating (a bad
     ``probe`` or backend name): then the caller validates first, so errors keep their order."""
+    if probe.is_cuda and (backend is None or type(backend) is str):  # the hot path: no torch.device built
+        key = (backend, probe.get_device())
+        found = _NATIVE_FOR.get(key, _UNKNOWN)
+        if found is _UNKNOWN:
+            found = _NATIVE_FOR[key] = _native_or_none(backend, probe)
+        return found
+    return _native_or_none(backend, probe)
+
+
+_NATIVE_FOR: dict = {}
+_UNKNOWN = object()
+
+
+def _native_or_none(backend, probe):
     try:
         module = select(backend, probe.device)
     except Exception:  # noqa: BLE001 - any failure here is reported by the validating path

@@ -14,6 +14,14 @@ namespace ckgemm {
 
 constexpr int kPackedBuilderThreads = 1024;
 
+// The builder's block width for `groups` groups: a power of two from 32 to kPackedBuilderThreads (its scans
+// take log2(width) steps, so a few experts do not pay for 1024 threads).
+inline int packed_builder_threads(int groups) {
+  int threads = 32;
+  while (threads < groups && threads < kPackedBuilderThreads) threads <<= 1;
+  return threads;
+}
+
 #if defined(__HIP_PLATFORM_AMD__) || defined(__HIPCC__)
 #define CKGEMM_DEVICE_TRAP() __builtin_trap()
 #else
@@ -31,7 +39,8 @@ __device__ inline int64_t packed_size_at(const PackedArgs& p, int g) {
 }
 
 // Sink: __device__ void operator()(int group, const GroupDesc& desc) const.
-// Launch with one block of kPackedBuilderThreads threads.
+// Launch with one block of packed_builder_threads(p.groups) threads (any power of two up to
+// kPackedBuilderThreads works).
 template <class Sink>
 __global__ void __launch_bounds__(kPackedBuilderThreads)
 build_packed_groups(PackedArgs p, int a_bytes, int c_bytes, Sink sink) {

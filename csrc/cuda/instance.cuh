@@ -222,8 +222,8 @@ struct Instance {
     return s;
   }
 
-  // The kernel's dynamic shared memory limit, raised once per process (not on every call as
-  // GemmUniversalAdapter::initialize does).
+  // The kernel's dynamic shared memory limit, raised once per process (GemmUniversalAdapter::initialize
+  // raises it on every call).
   static cudaError_t raise_smem_limit() {
     static const cudaError_t result = [] {
       const int smem = static_cast<int>(Kernel::SharedStorageSize);
@@ -232,6 +232,27 @@ struct Instance {
                                 : cudaSuccess;
     }();
     return result;
+  }
+
+  // The cluster launch GemmUniversalAdapter::run makes, less its per-call cudaFuncSetAttribute
+  // (ClusterLauncher::init allows non-portable cluster sizes on every launch; ours are at most 2).
+  static cudaError_t launch_gemm(typename Kernel::Params& params, cudaStream_t stream) {
+    using Cluster = typename Kernel::DispatchPolicy::ClusterShape;
+    static_assert(cute::size(Cluster{}) <= 8, "a non-portable cluster size needs cudaFuncAttributeNonPortableClusterSizeAllowed");
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = cute::size<0>(Cluster{});
+    attribute[0].val.clusterDim.y = cute::size<1>(Cluster{});
+    attribute[0].val.clusterDim.z = cute::size<2>(Cluster{});
+    cudaLaunchConfig_t config{};
+    config.gridDim = Kernel::get_grid_shape(params);
+    config.blockDim = Kernel::get_block_shape();
+    config.dynamicSmemBytes = Kernel::SharedStorageSize;
+    config.stream = stream;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    void* kernel_params[] = {&params};
+    return cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(cutlass::device_kernel<Kernel>), kernel_params);
   }
 
   static Status run(const Launch& l) {
@@ -245,7 +266,7 @@ struct Instance {
       });
       e = static_cast<cudaError_t>(err);
     } else {
-      build_packed_groups<<<1, kPackedBuilderThreads, 0, l.stream>>>(
+      build_packed_groups<<<1, packed_builder_threads(l.groups), 0, l.stream>>>(
           *l.packed, static_cast<int>(sizeof(ElementIn)), static_cast<int>(sizeof(ElementOut)), Sink{dev});
       e = cudaGetLastError();
     }
@@ -260,11 +281,8 @@ struct Instance {
     e = raise_smem_limit();
     if (e != cudaSuccess) return fail(l, Status::BackendError, std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(e));
     typename Kernel::Params params = Kernel::to_underlying_arguments(args, workspace);
-    st = Gemm::run(params, l.stream);
-    e = cudaGetLastError();
-    if (st != cutlass::Status::kSuccess || e != cudaSuccess)
-      return fail(l, Status::BackendError,
-                  std::string("CUTLASS run: ") + cutlassGetStatusString(st) + " / " + cudaGetErrorString(e));
+    e = launch_gemm(params, l.stream);
+    if (e != cudaSuccess) return fail(l, Status::BackendError, std::string("GEMM launch: ") + cudaGetErrorString(e));
     return Status::Ok;
   }
 

@@ -202,7 +202,7 @@ Status run_packed(int id, const PackedArgs& args, const Buffers& buffers, void* 
   GroupArgs* records = static_cast<GroupArgs*>(buffers.device);
   // Always run the builder: it checks the sizes on the device (writing sizes_ok when given, else
   // trapping on bad sizes), even when no GEMM work is left.
-  hipLaunchKernelGGL((build_packed_groups<ck::GroupArgsSink>), dim3(1), dim3(kPackedBuilderThreads), 0, stream, args,
+  hipLaunchKernelGGL((build_packed_groups<ck::GroupArgsSink>), dim3(1), dim3(packed_builder_threads(args.groups)), 0, stream, args,
                      e->inst->traits.a_bytes, e->inst->traits.c_bytes, ck::GroupArgsSink{records});
   const hipError_t err = hipGetLastError();
   if (err != hipSuccess) return hip_fail(report, "build_packed_groups", err);
