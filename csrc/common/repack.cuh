@@ -40,21 +40,33 @@ __device__ inline void write16(const CopyJob& j, char* dst_row, int64_t r, int64
 // one contiguous 128-byte destination segment. Out-of-range source bytes load as zeros, which are the pads.
 __device__ inline void byte_transpose_tile(const CopyJob& j, const char* src, char* dst, int64_t n0, int64_t k0,
                                            uint32_t* tile) {
+  constexpr int kLoads = kByteTile * kByteTile / 16 / kRepackThreads;
   const int tid = threadIdx.x;
-  for (int it = 0; it < kByteTile * kByteTile / 16 / kRepackThreads; ++it) {
+  // All of a thread's loads are issued before any shared store (several 16-byte loads in flight per
+  // thread, not one): a whole, aligned tile takes unconditional vector loads.
+  const bool whole = k0 + kByteTile <= j.cols && n0 + kByteTile <= j.rows && j.src_ld % 16 == 0 &&
+                     repack_detail::aligned16(src);
+  uint4 v[kLoads];
+#pragma unroll
+  for (int it = 0; it < kLoads; ++it) {
     const int idx = it * kRepackThreads + tid, r = idx / 8, q = idx % 8;  // source row k0 + r, bytes n0 + 16q
     const int64_t k = k0 + r, n = n0 + 16 * q;
-    uint4 v = make_uint4(0, 0, 0, 0);
     const char* p = src + k * j.src_ld + n;
-    if (k < j.cols && n + 16 <= j.rows && repack_detail::aligned16(p)) {
-      v = *reinterpret_cast<const uint4*>(p);
-    } else if (k < j.cols) {
+    if (whole) {
+      v[it] = __ldg(reinterpret_cast<const uint4*>(p));
+    } else if (k < j.cols && n + 16 <= j.rows && repack_detail::aligned16(p)) {
+      v[it] = *reinterpret_cast<const uint4*>(p);
+    } else {
       alignas(16) unsigned char b[16];
-      for (int x = 0; x < 16; ++x) b[x] = n + x < j.rows ? static_cast<unsigned char>(p[x]) : 0;
-      v = *reinterpret_cast<const uint4*>(b);
+      for (int x = 0; x < 16; ++x) b[x] = k < j.cols && n + x < j.rows ? static_cast<unsigned char>(p[x]) : 0;
+      v[it] = *reinterpret_cast<const uint4*>(b);
     }
+  }
+#pragma unroll
+  for (int it = 0; it < kLoads; ++it) {
+    const int idx = it * kRepackThreads + tid, r = idx / 8, q = idx % 8;
     const int swz = ((r >> 4) & 7) << 2;
-    *reinterpret_cast<uint4*>(tile + r * 32 + ((4 * q) ^ swz)) = v;
+    *reinterpret_cast<uint4*>(tile + r * 32 + ((4 * q) ^ swz)) = v[it];
   }
   __syncthreads();
   const int kc = tid % 8, ng = tid / 8;  // destination rows n0 + 4ng .. +3, columns k0 + 16kc .. +15
@@ -94,9 +106,8 @@ __global__ void __launch_bounds__(kRepackThreads) repack_kernel(RepackChunk chun
   const CopyJob& j = chunk.jobs[jid];
   t -= chunk.first_tile[jid];
   if (byte_transpose(j)) {
-    // Consecutive blocks take consecutive destination row tiles (source column tiles) of one 128-row band
-    // of the source, so the blocks in flight read whole source rows: 0.48 ms instead of 0.63 for a
-    // [32, 7168, 4096] int8 B on an H200 (94% of cudaMemcpy, from 71% with the K tile fastest).
+    // Consecutive blocks take consecutive destination row tiles (source column tiles) of one 128-row
+    // band of the source, so the blocks in flight read whole source rows.
     const int64_t tn = repack_tiles_n(j), tm = repack_tiles_m(j);
     const int64_t b = t / (tm * tn), rest = t % (tm * tn);
     byte_transpose_tile(j, j.src + b * j.src_batch_stride, j.dst + b * j.dst_batch_stride, (rest % tm) * kByteTile,
