@@ -1,0 +1,72 @@
+"""How the native backend enters its ops (CPU, with a stand-in extension): eager calls go through
+_C.eager_*, which decline anything but plain tensors (None/False); a declined call, and every call Dynamo
+traces, takes torch.ops.ckgemm.* with the same arguments. The GPU side is tests/test_gpu_paths.py."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ckgemm.backends import native
+
+
+class _FakeExtension:
+    def __init__(self, handled: bool):
+        self.handled, self.calls = handled, []
+
+    def _entry(self, name, result):
+        def call(*args):
+            self.calls.append((name, args))
+            return result if self.handled else (None if result is not True else False)
+        return call
+
+    def __getattr__(self, name):
+        results = {"eager_gemm_list": ["eager out"], "eager_gemm_list_out": True, "eager_gemm_packed": "eager packed",
+                   "eager_gemm_packed_out": True}
+        if name not in results:
+            raise AttributeError(name)
+        return self._entry(name, results[name])
+
+
+def _backend(monkeypatch, handled: bool, compiling: bool = False):
+    fake = _FakeExtension(handled)
+    monkeypatch.setattr(native, "_C", fake)
+    monkeypatch.setattr(native, "_compiling", lambda: compiling)
+    backend = native.NativeBackend("cutlass")
+    ops_calls = []
+    backend._ops = tuple((lambda *args, i=i: ops_calls.append((i, args)) or f"op {i}") for i in range(4))
+    return backend, fake.calls, ops_calls
+
+
+def _call_all(backend):
+    a, b, c = [torch.zeros(2, 4)], [torch.zeros(3, 4)], [torch.zeros(2, 3)]
+    sizes = torch.tensor([2])
+    return [backend.grouped_gemm(a, b, None, None, "RR", None),
+            backend.grouped_gemm_out(a, b, c, [torch.ones(2)], None, None, torch.float32),
+            backend.grouped_gemm_packed(a[0], b[0][None], sizes, None, None, None, None),
+            backend.grouped_gemm_packed_out(a[0], b[0][None], sizes, c[0], None, None, "RC", None)]
+
+
+def test_a_handled_eager_call_never_reaches_torch_ops(monkeypatch):
+    backend, eager, ops = _backend(monkeypatch, handled=True)
+    results = _call_all(backend)
+    assert results == [["eager out"], None, "eager packed", None]
+    assert [name for name, _ in eager] == ["eager_gemm_list", "eager_gemm_list_out", "eager_gemm_packed",
+                                           "eager_gemm_packed_out"]
+    assert ops == []
+    # the op's own argument encoding: scale lists with their "given" mask, layout codes
+    assert eager[0][1][2:] == ((), (), 0, 1, None)
+    assert eager[1][1][3][0].shape == (2,) and eager[1][1][5:] == (1, 0, torch.float32)
+
+
+@pytest.mark.parametrize("compiling", [False, True], ids=["declined", "dynamo"])
+def test_a_declined_or_traced_call_takes_torch_ops_with_the_same_arguments(monkeypatch, compiling):
+    backend, eager, ops = _backend(monkeypatch, handled=False, compiling=compiling)
+    results = _call_all(backend)
+    assert results == ["op 0", None, "op 2", None]
+    assert [i for i, _ in ops] == [0, 1, 2, 3]
+    listed = [name for name, _ in eager]
+    # under Dynamo the list forms skip the eager entry (the packed form branches earlier, in ckgemm.ops)
+    assert listed == (["eager_gemm_packed", "eager_gemm_packed_out"] if compiling else
+                      ["eager_gemm_list", "eager_gemm_list_out", "eager_gemm_packed", "eager_gemm_packed_out"])
+    for (_, eager_args), (_, op_args) in zip([e for e in eager if e[0].startswith("eager_gemm_packed")], ops[2:]):
+        assert eager_args == op_args
