@@ -10,21 +10,24 @@ from ckgemm.backends import native
 
 
 class _FakeExtension:
+    """_C's eager entries: each records its arguments and returns its result, or what it returns when it
+    declines the call (None for the allocating forms, False for the in-place ones)."""
+
+    RESULTS = {"eager_gemm_list": (["eager out"], None), "eager_gemm_list_out": (True, False),
+               "eager_gemm_packed": ("eager packed", None), "eager_gemm_packed_out": (True, False)}
+
     def __init__(self, handled: bool):
         self.handled, self.calls = handled, []
 
-    def _entry(self, name, result):
+    def __getattr__(self, name):
+        if name not in self.RESULTS:
+            raise AttributeError(name)
+        taken, declined = self.RESULTS[name]
+
         def call(*args):
             self.calls.append((name, args))
-            return result if self.handled else (None if result is not True else False)
+            return taken if self.handled else declined
         return call
-
-    def __getattr__(self, name):
-        results = {"eager_gemm_list": ["eager out"], "eager_gemm_list_out": True, "eager_gemm_packed": "eager packed",
-                   "eager_gemm_packed_out": True}
-        if name not in results:
-            raise AttributeError(name)
-        return self._entry(name, results[name])
 
 
 def _backend(monkeypatch, handled: bool, compiling: bool = False):
