@@ -35,6 +35,8 @@ METRICS = [
     ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "SM %"),
     ("sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active", "gmma inst %"),
     ("lts__t_sector_hit_rate.pct", "L2 hit %"),
+    ("dram__throughput.avg.pct_of_peak_sustained_elapsed", "DRAM %"),
+    ("dram__bytes_read.sum.per_second", "DRAM read"),
     ("l1tex__throughput.avg.pct_of_peak_sustained_active", "L1 %"),
 ]
 STALL_PREFIX = "smsp__average_warp_latency_issue_stalled_"

@@ -257,7 +257,18 @@ def test_routes_use_the_instance_table(probe):
     code, _, _, why = _route(probe, bf16, bf16_out, "RC", 0, 4096, 4096, 4096)
     assert why == "" and routes.flags(code) == 0 and _kind(probe, routes.instance(code))[4] >= 128
     code, _, _, _ = _route(probe, bf16, bf16_out, "RC", 0, 16, 4096, 4096)
-    assert _kind(probe, routes.instance(code))[4] == 64, "decode-size groups take the 64-row tile"
+    assert _kind(probe, routes.instance(code))[4] == 64, "decode-size 16-bit groups take the 64-row tile"
+    for eight_bit, out in ((fp8, f32), (fp8, bf16_out), (torch.int8, 3)):
+        scaled = out == bf16_out
+        code, _, _, why = _route(probe, eight_bit, out, "RC", 1 if scaled else 0, 16, 4096, 7168, scales=scaled)
+        name = probe.probe_instance_name(routes.instance(code)).decode()
+        assert why == "" and name == "coop_swapab_32x128x128", (eight_bit, out, name, why)
+        code, _, _, _ = _route(probe, eight_bit, out, "RC", 1 if scaled else 0, 33, 4096, 7168, scales=scaled)
+        assert _kind(probe, routes.instance(code))[4] == 64, "33 rows: the 64-row tile"
+        code, _, _, _ = _route(probe, eight_bit, out, "RC", 1 if scaled else 0, 4096, 4096, 7168, scales=scaled)
+        assert _kind(probe, routes.instance(code))[4] == 128, "prefill: a cooperative tile"
+    code, _, _, _ = _route(probe, fp8, bf16_out, "RC", 2, 16, 4096, 7168, scales=True)
+    assert probe.probe_instance_name(routes.instance(code)).decode() == "coop_blockwise_swapab_32x128x128"
     code, _, _, _ = _route(probe, bf16, bf16_out, "RC", 0, 256, 256, 256, a_off=2)
     assert routes.flags(code) == routes.FLAG_REPACK_A, "only the misaligned operand is copied"
     code, kp, _, _ = _route(probe, torch.float16, 0, "RC", 0, 64, 64, 30)

@@ -5,7 +5,8 @@
 // results are exact). Row-scaled: D = cast((acc * sA[m]) * sB[n]) through an EVT epilogue (column broadcast
 // of per-row A scales, row broadcast of per-column B scales, one pointer per group). Block-scaled: CUTLASS's
 // blockwise mainloop promotes each 128-deep K block with sA[m, kb] * sB[nb, kb] (K-major scale layouts,
-// rebuilt per group on the device from the group's shape), then D = cast(acc).
+// rebuilt per group on the device from the group's shape), then D = cast(acc). SwapAB schedules (decode-sized
+// M) run the same on the transposed problem: D^T = B A^T, the scales trading places with the operands.
 #pragma once
 
 #include "cute/tensor.hpp"
@@ -31,34 +32,46 @@ using namespace cute;
 struct Cooperative {
   using Mainloop = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative;
   using Epilogue = cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative;
-  static constexpr bool kDirectStore = false, kBlockwise = false;
+  static constexpr bool kDirectStore = false, kBlockwise = false, kSwapAB = false;
   static constexpr const char* name = "coop";
+};
+// Decode-sized per-group M (8-bit RC): the kernel computes D^T = B A^T, so the weights fill the 128-row
+// side of the warpgroup MMA (m64 per warp group) and the group's few rows its narrow N side, instead of
+// padding a 64-row tile of A. Cooperative warp groups, TMA-store epilogue into a column-major view of D.
+struct CooperativeSwapAB {
+  using Mainloop = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative;
+  using Epilogue = cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative;
+  static constexpr bool kDirectStore = false, kBlockwise = false, kSwapAB = true;
+  static constexpr const char* name = "coop_swapab";
 };
 // Small M or any output alignment: ping-pong warp groups; the epilogue stores straight from registers
 // (no TMA), so D needs no 16-byte alignment (no fusion: unscaled only).
 struct PingpongDirectStore {
   using Mainloop = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpong;
   using Epilogue = cutlass::epilogue::PtrArrayNoSmemWarpSpecialized;
-  static constexpr bool kDirectStore = true, kBlockwise = false;
+  static constexpr bool kDirectStore = true, kBlockwise = false, kSwapAB = false;
   static constexpr const char* name = "pingpong";
 };
 // Small M with a fused (scaled) epilogue: ping-pong with the TMA-store epilogue.
 struct Pingpong {
   using Mainloop = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpong;
   using Epilogue = cutlass::epilogue::PtrArrayTmaWarpSpecializedPingpong;
-  static constexpr bool kDirectStore = false, kBlockwise = false;
+  static constexpr bool kDirectStore = false, kBlockwise = false, kSwapAB = false;
   static constexpr const char* name = "pingpong";
 };
 struct CooperativeBlockwise {
   using Mainloop = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperativeFP8Blockwise;
   using Epilogue = cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative;
-  static constexpr bool kDirectStore = false, kBlockwise = true;
+  static constexpr bool kDirectStore = false, kBlockwise = true, kSwapAB = false;
   static constexpr const char* name = "coop_blockwise";
+};
+struct CooperativeBlockwiseSwapAB : CooperativeBlockwise {  // decode-sized M, block scales
+  static constexpr bool kSwapAB = true;
 };
 struct PingpongBlockwise {
   using Mainloop = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpongFP8Blockwise;
   using Epilogue = cutlass::epilogue::PtrArrayTmaWarpSpecializedPingpong;
-  static constexpr bool kDirectStore = false, kBlockwise = true;
+  static constexpr bool kDirectStore = false, kBlockwise = true, kSwapAB = false;
   static constexpr const char* name = "pingpong_blockwise";
 };
 
@@ -82,36 +95,65 @@ struct FusionFor<Scaling::Row, ElementOut, ElementAcc, Tile> {
   using Type = cutlass::epilogue::fusion::Sm90EVT<Cast, cutlass::epilogue::fusion::Sm90EVT<Mul, RowScaled, ScaleB>>;
 };
 
-// K-major scale layouts ([M, ceil(K/128)] and [ceil(N/128), ceil(K/128)] row-major), 1 x 128 / 128 x 128.
-using BlockScaleConfig = cutlass::detail::Sm90BlockwiseScaleConfig<1, kScaleBlock, kScaleBlock, cute::GMMA::Major::K,
-                                                                   cute::GMMA::Major::K>;
-using LayoutSFA = decltype(BlockScaleConfig::deduce_layoutSFA());
-using LayoutSFB = decltype(BlockScaleConfig::deduce_layoutSFB());
+// K-major scale layouts ([M, ceil(K/128)] and [ceil(N/128), ceil(K/128)] row-major), 1 x 128 / 128 x 128 in
+// the kernel's (M, N); a SwapAB kernel's rows are B's, so its granularities are 128 x 128 / 1 x 128.
+template <bool Swap>
+struct BlockScaleFor {
+  using Type = cutlass::detail::Sm90BlockwiseScaleConfig<1, kScaleBlock, kScaleBlock, cute::GMMA::Major::K,
+                                                         cute::GMMA::Major::K>;
+};
+template <>
+struct BlockScaleFor<true> {
+  using Type = cutlass::detail::Sm90BlockwiseScaleConfig<kScaleBlock, 1, kScaleBlock, cute::GMMA::Major::K,
+                                                         cute::GMMA::Major::K>;
+};
 
+// The kernel's view of a logical tile (rows of A x columns of B x K) and cluster: swapped for SwapAB.
+template <class Shape3, bool Swap>
+struct KernelShape {
+  using Type = Shape3;
+};
+template <class M, class N, class K>
+struct KernelShape<Shape<M, N, K>, true> {
+  using Type = Shape<N, M, K>;
+};
+
+// TileShape_ and ClusterShape_ are logical (M rows of A, N columns of B); with a SwapAB schedule the kernel
+// runs on (N, M) and its operands are (B, A): for RC both stay K-major (same layout tags), and D is
+// written through a column-major view.
 template <class ElementIn_, class ElementOut_, class ElementAcc_, class LayoutB_, class TileShape_,
           class ClusterShape_, class Schedule_, Scaling Scaling_>
 struct GroupedGemmKernel {
   using ElementIn = ElementIn_;
   using ElementOut = ElementOut_;
   using ElementAcc = ElementAcc_;
+  using Schedule = Schedule_;
+  static constexpr bool kSwapAB = Schedule::kSwapAB;
   using LayoutA = cutlass::layout::RowMajor;
   using LayoutB = LayoutB_;
-  using LayoutD = cutlass::layout::RowMajor;
-  using Schedule = Schedule_;
-  using TileShape = TileShape_;
+  using LayoutD = std::conditional_t<kSwapAB, cutlass::layout::ColumnMajor, cutlass::layout::RowMajor>;
+  using TileShape = typename KernelShape<TileShape_, kSwapAB>::Type;
+  using ClusterShape = typename KernelShape<ClusterShape_, kSwapAB>::Type;
   static constexpr Scaling kScaling = Scaling_;
   using ProblemShape = cutlass::gemm::GroupProblemShape<Shape<int, int, int>>;
   static_assert(!Schedule::kBlockwise || kScaling == Scaling::Block, "blockwise schedules are for block scales");
   static_assert(!Schedule::kDirectStore || kScaling == Scaling::None, "the direct-store epilogue fuses nothing");
+  static_assert(!kSwapAB || std::is_same_v<LayoutB, cutlass::layout::ColumnMajor>,
+                "SwapAB instances are RC (A and B both K-major)");
+  using BlockScale = typename BlockScaleFor<kSwapAB>::Type;
+  using LayoutSFA = decltype(BlockScale::deduce_layoutSFA());
+  using LayoutSFB = decltype(BlockScale::deduce_layoutSFB());
 
   static constexpr int kAlignIn = 16 / sizeof(ElementIn);
   static constexpr int kAlignOut = Schedule::kDirectStore ? 1 : 16 / sizeof(ElementOut);
 
-  using Fusion = typename FusionFor<kScaling, ElementOut, ElementAcc, TileShape_>::Type;
-  using ElementCompute = typename FusionFor<kScaling, ElementOut, ElementAcc, TileShape_>::Compute;
+  // Row scales: the column broadcast scales the kernel's rows, the row broadcast its columns (for SwapAB
+  // the builder hands them B's and A's scales).
+  using Fusion = typename FusionFor<kScaling, ElementOut, ElementAcc, TileShape>::Type;
+  using ElementCompute = typename FusionFor<kScaling, ElementOut, ElementAcc, TileShape>::Compute;
 
   using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape_, ClusterShape_,
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
       cutlass::epilogue::collective::EpilogueTileAuto, ElementAcc, ElementCompute,
       void, LayoutD*, kAlignOut,  // no C operand
       ElementOut, LayoutD*, kAlignOut, typename Schedule::Epilogue, Fusion>::CollectiveOp;
@@ -121,7 +163,7 @@ struct GroupedGemmKernel {
 
   using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementIn, OperandA, kAlignIn, ElementIn, OperandB,
-      kAlignIn, ElementAcc, TileShape_, ClusterShape_,
+      kAlignIn, ElementAcc, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
           sizeof(typename CollectiveEpilogue::SharedStorage))>,
       typename Schedule::Mainloop>::CollectiveOp;

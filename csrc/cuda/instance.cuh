@@ -83,6 +83,8 @@ struct Instance {
   using StrideA = typename Kernel::InternalStrideA;
   using StrideB = typename Kernel::InternalStrideB;
   using StrideD = typename Kernel::InternalStrideD;
+  using LayoutSFA = typename K::LayoutSFA;
+  using LayoutSFB = typename K::LayoutSFB;
   static constexpr Scaling kScaling = K::kScaling;
   static constexpr bool kScaled = kScaling != Scaling::None;
   static_assert(!std::is_same_v<ElementIn, cutlass::float_e4m3_t> || kScaling == Scaling::Block ||
@@ -97,7 +99,7 @@ struct Instance {
     StrideA* da;
     StrideB* db;
     StrideD* dd;
-    const float** sa;  // per-group scale pointers (scaled instances)
+    const float** sa;  // per-group scale pointers (scaled instances) of the kernel's rows and columns
     const float** sb;
     LayoutSFA* lsfa;  // per-group scale layouts (block scales)
     LayoutSFB* lsfb;
@@ -150,20 +152,29 @@ struct Instance {
     Arrays arr;
     __device__ void operator()(int i, const GroupDesc& g) const {
       const int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
-      arr.shapes[i] = cute::make_shape(m, n, k);
-      arr.a[i] = static_cast<const ElementIn*>(g.a);
-      arr.b[i] = static_cast<const ElementIn*>(g.b);
       arr.d[i] = static_cast<ElementOut*>(g.c);
-      arr.da[i] = with_ld<StrideA>(g.lda);
-      arr.db[i] = with_ld<StrideB>(g.ldb);
-      arr.dd[i] = with_ld<StrideD>(g.ldc);
-      if constexpr (kScaled) {
-        arr.sa[i] = g.sa;
-        arr.sb[i] = g.sb;
+      arr.dd[i] = with_ld<StrideD>(g.ldc);  // SwapAB: the column-major view of C, same leading dimension
+      if constexpr (K::kSwapAB) {  // D^T = B A^T: the kernel's A is our B, its B our A, its rows our N
+        arr.shapes[i] = cute::make_shape(n, m, k);
+        arr.a[i] = static_cast<const ElementIn*>(g.b);
+        arr.b[i] = static_cast<const ElementIn*>(g.a);
+        arr.da[i] = with_ld<StrideA>(g.ldb);
+        arr.db[i] = with_ld<StrideB>(g.lda);
+      } else {
+        arr.shapes[i] = cute::make_shape(m, n, k);
+        arr.a[i] = static_cast<const ElementIn*>(g.a);
+        arr.b[i] = static_cast<const ElementIn*>(g.b);
+        arr.da[i] = with_ld<StrideA>(g.lda);
+        arr.db[i] = with_ld<StrideB>(g.ldb);
+      }
+      if constexpr (kScaled) {  // sa scales the kernel's rows, sb its columns
+        arr.sa[i] = K::kSwapAB ? g.sb : g.sa;
+        arr.sb[i] = K::kSwapAB ? g.sa : g.sb;
       }
       if constexpr (kScaling == Scaling::Block) {
-        arr.lsfa[i] = BlockScaleConfig::tile_atom_to_shape_SFA(cute::make_shape(m, n, k, 1));
-        arr.lsfb[i] = BlockScaleConfig::tile_atom_to_shape_SFB(cute::make_shape(m, n, k, 1));
+        const auto shape = K::kSwapAB ? cute::make_shape(n, m, k, 1) : cute::make_shape(m, n, k, 1);
+        arr.lsfa[i] = K::BlockScale::tile_atom_to_shape_SFA(shape);
+        arr.lsfb[i] = K::BlockScale::tile_atom_to_shape_SFB(shape);
       }
     }
   };

@@ -16,12 +16,15 @@ namespace {
 struct ScheduleInfo {
   const char* prefix;
   bool direct_store;  // writes any C (no TMA store)
+  bool swap_ab;       // runs D^T = B A^T (decode-sized M on the narrow side of the MMA)
 };
-constexpr ScheduleInfo kSched_Cooperative{"coop", false};
-constexpr ScheduleInfo kSched_PingpongDirectStore{"pingpong", true};
-constexpr ScheduleInfo kSched_Pingpong{"pingpong", false};
-constexpr ScheduleInfo kSched_CooperativeBlockwise{"coop_blockwise", false};
-constexpr ScheduleInfo kSched_PingpongBlockwise{"pingpong_blockwise", false};
+constexpr ScheduleInfo kSched_Cooperative{"coop", false, false};
+constexpr ScheduleInfo kSched_CooperativeSwapAB{"coop_swapab", false, true};
+constexpr ScheduleInfo kSched_PingpongDirectStore{"pingpong", true, false};
+constexpr ScheduleInfo kSched_Pingpong{"pingpong", false, false};
+constexpr ScheduleInfo kSched_CooperativeBlockwise{"coop_blockwise", false, false};
+constexpr ScheduleInfo kSched_CooperativeBlockwiseSwapAB{"coop_blockwise_swapab", false, true};
+constexpr ScheduleInfo kSched_PingpongBlockwise{"pingpong_blockwise", false, false};
 
 struct Spec {
   const char* key;
@@ -80,14 +83,17 @@ const std::vector<int>& ids_of(const Kind& kind) {
 }
 
 // The selection rule, from H200 measurements (docs/PERF.md): rank of an instance for a group of about
-// m rows (lower first). Small per-group M takes the 64-row ping-pong tile, which fills the SMs with
-// more tiles; otherwise the cooperative tiles, 128x256 first.
-int rank_for(const InstanceInfo& info, int64_t m) {
-  const bool small_tile = info.tile_m <= 64;
-  const bool small_m = m <= 64;
-  if (small_m) return small_tile ? 0 : (info.tile_n == 256 ? 1 : 2);
+// m rows (lower first). Decode-sized M (<= 32 rows) takes the SwapAB tile, whose MMA spends nothing on
+// padding rows; up to 64 rows the 64-row ping-pong tile, which fills the SMs with more tiles; otherwise
+// the cooperative tiles, 128x256 first.
+int rank_for(const Spec& s, int64_t m) {
+  const bool swap = s.schedule.swap_ab;
+  const bool small_tile = s.tm <= 64 && !swap;
+  if (m <= 32 && swap) return 0;
+  if (m <= 64) return small_tile ? 1 : swap ? 2 : (s.tn == 256 ? 3 : 4);
+  if (swap) return 4;
   if (small_tile) return 3;
-  return info.tile_m == 128 ? 0 : 1;
+  return s.tm == 128 ? 0 : 1;
 }
 
 }  // namespace
@@ -137,7 +143,7 @@ int preferred_instances(const Kind& kind, int64_t m_hint, int64_t, int64_t, int*
   int count = 0;
   for (int id : ids) {
     if (count == 32) break;
-    ranked[count++] = {rank_for(instance_info(id), m_hint), id};
+    ranked[count++] = {rank_for(kSpecs[id], m_hint), id};
   }
   std::stable_sort(ranked, ranked + count, [](auto x, auto y) { return x.first < y.first; });
   const int written = count < cap ? count : cap;
