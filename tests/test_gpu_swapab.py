@@ -2,7 +2,9 @@
 computes D^T = B A^T so the weights fill the MMA's 128-row side and the group's rows its 32-wide side.
 Checked against the harness reference (int8 bit-exact) with NaN-poisoned outputs; the shapes cover a
 partial weight tile (N 200), a partial K tile (K 192), empty groups and, in the packed form (which routes
-by the mean group size), groups of 33 and 70 rows that span several 32-row tiles."""
+by the mean group size), groups of 33 and 70 rows that span several 32-row tiles and a last group of 31.
+Operands and outputs are views with leading dimensions larger than K and N, inside poisoned buffers whose
+margins must stay untouched, so a swapped leading dimension or a write past a group's rows or columns fails."""
 from __future__ import annotations
 
 import pytest
@@ -10,18 +12,35 @@ import torch
 
 import ckgemm
 from ckgemm.testing import check, grouped_gemm_reference_packed
-from gpu_support import DEVICE, FP8_MAX_DIFF, MARKS, NATIVE, check_list, inputs
+from gpu_support import DEVICE, FP8_MAX_DIFF, MARKS, NATIVE, check_list
 from support import assert_scaled_matches, generator, poison, rand_tensor, random_scales
 
 pytestmark = MARKS + [pytest.mark.skipif(NATIVE != "cutlass", reason="SwapAB is a CUTLASS (sm_90) instance")]
 
 EIGHT_BIT = [torch.float8_e4m3fn, torch.int8]
 IDS = ["fp8", "int8"]
-SIZES = [0, 1, 5, 70, 0, 33, 16, 2, 31, 32]  # mean 19: the packed call takes the SwapAB tile for all
+SIZES = [0, 1, 5, 70, 0, 33, 16, 2, 32, 31]  # mean 19: the packed call takes the SwapAB tile for all
 
 
 def _paths():
-    return [p for p in ckgemm.last_dispatch().paths if p not in ("skip:empty", "zero-k")]
+    paths = [p for p in ckgemm.last_dispatch().paths if p not in ("skip:empty", "zero-k")]
+    assert paths, ckgemm.last_dispatch()
+    return paths
+
+
+def _inside(rows, cols, dtype, gen=None, pad_rows=3, pad_cols=32):
+    """A [rows, cols] view of a larger buffer (leading dimension cols + pad_cols): random data for inputs
+    (gen given), poison for outputs; returns (view, buffer)."""
+    shape = (rows + pad_rows, cols + pad_cols)
+    buf = rand_tensor(shape, dtype, gen, DEVICE) if gen is not None else poison(shape, dtype, DEVICE)
+    return buf[:rows, :cols], buf
+
+
+def _margins_untouched(buf, rows, cols):
+    fresh = poison(tuple(buf.shape), buf.dtype, DEVICE)
+    bits = torch.int32 if buf.element_size() == 4 else torch.int16
+    for got, want in ((buf[rows:], fresh[rows:]), (buf[:, cols:], fresh[:, cols:])):
+        assert torch.equal(got.contiguous().view(bits), want.contiguous().view(bits)), "wrote outside the output"
 
 
 def _check_packed(out, a, b, sizes, dtype, k, name):
@@ -37,10 +56,15 @@ def _check_packed(out, a, b, sizes, dtype, k, name):
 @pytest.mark.parametrize("dtype", EIGHT_BIT, ids=IDS)
 def test_list_form_routes_decode_groups_to_swapab(dtype):
     shapes = [(1, 200, 192), (16, 256, 128), (31, 128, 320), (32, 200, 192), (33, 256, 128), (0, 128, 64)]
-    a, b = inputs(shapes, dtype, "RC", f"swapab-list-{dtype}")
-    out = [poison((m, n), ckgemm.rule_for(dtype).output, DEVICE) for m, n, _ in shapes]
-    ckgemm.grouped_gemm_out(a, b, out)
-    check_list(out, a, b, "RC", dtype, "swapab list")
+    gen = generator(f"swapab-list-{dtype}")
+    out_dtype = ckgemm.rule_for(dtype).output
+    a = [_inside(m, k, dtype, gen, pad_cols=16)[0] for m, n, k in shapes]  # lda = K + 16
+    b = [_inside(n, k, dtype, gen, pad_cols=48)[0] for m, n, k in shapes]  # ldb = K + 48
+    views = [_inside(m, n, out_dtype, pad_cols=8) for m, n, _ in shapes]   # ldc = N + 8, 3 guard rows
+    ckgemm.grouped_gemm_out(a, b, [v for v, _ in views])
+    check_list([v for v, _ in views], a, b, "RC", dtype, "swapab list")
+    for (m, n, _), (_, buf) in zip(shapes, views):
+        _margins_untouched(buf, m, n)
     paths = ckgemm.last_dispatch().paths
     assert all("coop_swapab_32x128x128" in p and "+" not in p for p in paths[:4]), paths
     assert "pingpong_64x128x128" in paths[4], f"33 rows take the 64-row tile: {paths}"
@@ -48,14 +72,15 @@ def test_list_form_routes_decode_groups_to_swapab(dtype):
 
 @pytest.mark.parametrize("dtype", EIGHT_BIT, ids=IDS)
 def test_packed_form_with_groups_wider_than_the_tile(dtype):
-    n, k = 200, 192
+    n, k, rows = 200, 192, sum(SIZES)
     gen = generator(f"swapab-packed-{dtype}")
-    a = rand_tensor((sum(SIZES), k), dtype, gen, DEVICE)
-    b = rand_tensor((len(SIZES), n, k), dtype, gen, DEVICE)
-    out = poison((sum(SIZES), n), ckgemm.rule_for(dtype).output, DEVICE)
+    a = _inside(rows, k, dtype, gen, pad_cols=16)[0]
+    b = rand_tensor((len(SIZES), n, k + 32), dtype, gen, DEVICE)[:, :, :k]  # ldb = K + 32
+    out, buf = _inside(rows, n, ckgemm.rule_for(dtype).output, pad_cols=8)
     ckgemm.grouped_gemm_packed(a, b, torch.tensor(SIZES, device=DEVICE), out=out)
     _check_packed(out, a, b, SIZES, dtype, k, "swapab packed")
-    assert _paths() and all("coop_swapab" in p for p in _paths()), ckgemm.last_dispatch()
+    _margins_untouched(buf, rows, n)
+    assert all("coop_swapab" in p and "+" not in p for p in _paths()), ckgemm.last_dispatch()
 
 
 @pytest.mark.parametrize("dtype", EIGHT_BIT, ids=IDS)
@@ -66,12 +91,12 @@ def test_rr_weights_are_transposed_then_run_swapab(dtype):
     b = rand_tensor((len(sizes), k, n), dtype, gen, DEVICE)
     out = poison((sum(sizes), n), ckgemm.rule_for(dtype).output, DEVICE)
     ckgemm.grouped_gemm_packed(a, b, torch.tensor(sizes, device=DEVICE), layout="RR", out=out)
+    assert all("coop_swapab" in p and "+transpose" in p for p in _paths()), ckgemm.last_dispatch()
     ref = grouped_gemm_reference_packed(a, b, sizes, layout="RR")
     if ckgemm.rule_for(dtype).exact:
         check(out, ref.to(torch.int32), name="swapab RR")
     else:
         check(out, ref, in_dtype=dtype, k=k, name="swapab RR", max_diff=FP8_MAX_DIFF)
-    assert all("coop_swapab" in p for p in _paths()), ckgemm.last_dispatch()
 
 
 @pytest.mark.parametrize("recipe,dtype", [("row", torch.float8_e4m3fn), ("tensor", torch.float8_e4m3fn),
@@ -116,3 +141,4 @@ def test_graph_replay_with_new_sizes(dtype):
     out.copy_(poison((rows, n), out.dtype, DEVICE))
     graph.replay()
     _check_packed(out, a, b, new_sizes, dtype, k, "swapab graph replay")
+    assert all("coop_swapab" in p for p in _paths()), "the captured call ran the SwapAB tile"

@@ -258,15 +258,14 @@ def test_routes_use_the_instance_table(probe):
     assert why == "" and routes.flags(code) == 0 and _kind(probe, routes.instance(code))[4] >= 128
     code, _, _, _ = _route(probe, bf16, bf16_out, "RC", 0, 16, 4096, 4096)
     assert _kind(probe, routes.instance(code))[4] == 64, "decode-size 16-bit groups take the 64-row tile"
-    for eight_bit, out in ((fp8, f32), (fp8, bf16_out), (torch.int8, 3)):
-        scaled = out == bf16_out
-        code, _, _, why = _route(probe, eight_bit, out, "RC", 1 if scaled else 0, 16, 4096, 7168, scales=scaled)
-        name = probe.probe_instance_name(routes.instance(code)).decode()
-        assert why == "" and name == "coop_swapab_32x128x128", (eight_bit, out, name, why)
-        code, _, _, _ = _route(probe, eight_bit, out, "RC", 1 if scaled else 0, 33, 4096, 7168, scales=scaled)
-        assert _kind(probe, routes.instance(code))[4] == 64, "33 rows: the 64-row tile"
-        code, _, _, _ = _route(probe, eight_bit, out, "RC", 1 if scaled else 0, 4096, 4096, 7168, scales=scaled)
-        assert _kind(probe, routes.instance(code))[4] == 128, "prefill: a cooperative tile"
+    for eight_bit, out, scaling in ((fp8, f32, 0), (fp8, bf16_out, 1), (torch.int8, 3, 0), (torch.int8, bf16_out, 1)):
+        def tile_m(m):
+            code, _, _, why = _route(probe, eight_bit, out, "RC", scaling, m, 4096, 7168, scales=scaling > 0)
+            assert why == "", (eight_bit, out, m, why)
+            name = probe.probe_instance_name(routes.instance(code)).decode()
+            assert (name == "coop_swapab_32x128x128") == (m <= 32), (eight_bit, out, m, name)
+            return _kind(probe, routes.instance(code))[4]
+        assert [tile_m(m) for m in (1, 16, 32, 33, 64, 65, 4096)] == [32, 32, 32, 64, 64, 128, 128], (eight_bit, out)
     code, _, _, _ = _route(probe, fp8, bf16_out, "RC", 2, 16, 4096, 7168, scales=True)
     assert probe.probe_instance_name(routes.instance(code)).decode() == "coop_blockwise_swapab_32x128x128"
     code, _, _, _ = _route(probe, bf16, bf16_out, "RC", 0, 256, 256, 256, a_off=2)

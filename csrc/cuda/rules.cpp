@@ -83,8 +83,8 @@ const std::vector<int>& ids_of(const Kind& kind) {
 }
 
 // The selection rule, from H200 measurements (docs/PERF.md): rank of an instance for a group of about
-// m rows (lower first). Decode-sized M (<= 32 rows) takes the SwapAB tile, whose MMA spends nothing on
-// padding rows; up to 64 rows the 64-row ping-pong tile, which fills the SMs with more tiles; otherwise
+// m rows (lower first). Decode-sized M (<= 32 rows) takes the SwapAB tile, whose MMA pads a group's rows
+// to 32 rather than 64 (the weights fill its 128-row side); up to 64 rows the 64-row ping-pong tile, which fills the SMs with more tiles; otherwise
 // the cooperative tiles, 128x256 first.
 int rank_for(const Spec& s, int64_t m) {
   const bool swap = s.schedule.swap_ab;
