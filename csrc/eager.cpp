@@ -58,6 +58,13 @@ c10::TypedOperatorHandle<Signature> op_handle(const char* name) {
   return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Signature>();
 }
 
+// The op's result (or nothing), called with the GIL released.
+template <class Signature, class... Args>
+auto call_without_gil(const c10::TypedOperatorHandle<Signature>& op, const Args&... args) {
+  py::gil_scoped_release no_gil;
+  return op.call(args...);
+}
+
 using ListSig = std::vector<at::Tensor>(at::TensorList, at::TensorList, at::TensorList, at::TensorList, int64_t,
                                         int64_t, std::optional<at::ScalarType>);
 using ListOutSig = void(at::TensorList, at::TensorList, at::TensorList, at::TensorList, at::TensorList, int64_t,
@@ -81,12 +88,7 @@ void register_eager(py::module& m) {
       return py::none();
     const std::optional<at::ScalarType> dt = dtype_of(out_dtype);
     static const auto op = op_handle<ListSig>("ckgemm::gemm_list");
-    std::vector<at::Tensor> c;
-    {
-      py::gil_scoped_release no_gil;
-      c = op.call(ta, tb, tsa, tsb, given, layout, dt);
-    }
-    return py::cast(c);
+    return py::cast(call_without_gil(op, ta, tb, tsa, tsb, given, layout, dt));
     END_HANDLE_TH_ERRORS_PYBIND
   });
   // The in-place forms: True when the call ran here, False when it must take torch.ops.
@@ -99,10 +101,7 @@ void register_eager(py::module& m) {
       return false;
     const std::optional<at::ScalarType> dt = dtype_of(out_dtype);
     static const auto op = op_handle<ListOutSig>("ckgemm::gemm_list_out");
-    {
-      py::gil_scoped_release no_gil;
-      op.call(ta, tb, tc, tsa, tsb, given, layout, dt);
-    }
+    call_without_gil(op, ta, tb, tc, tsa, tsb, given, layout, dt);
     return true;
     END_HANDLE_TH_ERRORS_PYBIND
   });
@@ -116,12 +115,7 @@ void register_eager(py::module& m) {
       return py::none();
     const std::optional<at::ScalarType> dt = dtype_of(out_dtype);
     static const auto op = op_handle<PackedSig>("ckgemm::gemm_packed");
-    at::Tensor out;
-    {
-      py::gil_scoped_release no_gil;
-      out = op.call(ta, tb, ts, tsa, tsb, layout, dt);
-    }
-    return py::cast(out);
+    return py::cast(call_without_gil(op, ta, tb, ts, tsa, tsb, layout, dt));
     END_HANDLE_TH_ERRORS_PYBIND
   });
   m.def("eager_gemm_packed_out", [](py::handle a, py::handle b, py::handle sizes, py::handle out, py::handle sa,
@@ -134,10 +128,7 @@ void register_eager(py::module& m) {
       return false;
     const std::optional<at::ScalarType> dt = dtype_of(out_dtype);
     static const auto op = op_handle<PackedOutSig>("ckgemm::gemm_packed_out");
-    {
-      py::gil_scoped_release no_gil;
-      op.call(ta, tb, ts, to, tsa, tsb, layout, dt);
-    }
+    call_without_gil(op, ta, tb, ts, to, tsa, tsb, layout, dt);
     return true;
     END_HANDLE_TH_ERRORS_PYBIND
   });

@@ -12,7 +12,7 @@ import torch
 
 import ckgemm
 from ckgemm.testing import check, grouped_gemm_reference_packed
-from gpu_support import DEVICE, DTYPES, FP8_MAX_DIFF, IDS, M_SHAPES, MARKS, NATIVE, check_list, inputs, instance_of
+from gpu_support import DEVICE, DTYPES, IDS, M_SHAPES, MARKS, NATIVE, check_list, check_packed, inputs, instance_of
 from support import generator, poison, rand_tensor
 
 pytestmark = MARKS
@@ -51,13 +51,7 @@ def test_packed_form(dtype, layout, size_dtype):
     out = poison((sum(sizes), n), rule.output, DEVICE)
     gs = torch.tensor(sizes, dtype=size_dtype, device=DEVICE)
     ckgemm.grouped_gemm_packed(a, b, gs, layout=layout, out=out)
-    ref = grouped_gemm_reference_packed(a, b, sizes, layout=layout)
-    starts = [sum(sizes[:g]) for g in range(len(sizes))]
-    if rule.exact:
-        check(out, ref.to(torch.int32), name="packed")
-    else:
-        check([out[s:s + m] for s, m in zip(starts, sizes)], [ref[s:s + m] for s, m in zip(starts, sizes)],
-              in_dtype=dtype, k=k, name="packed", max_diff=FP8_MAX_DIFF if dtype.itemsize == 1 else None)
+    check_packed(out, a, b, sizes, dtype, k, "packed", layout=layout)
 
 
 @pytest.mark.parametrize("groups", [1, 128])

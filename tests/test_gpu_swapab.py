@@ -11,8 +11,7 @@ import pytest
 import torch
 
 import ckgemm
-from ckgemm.testing import check, grouped_gemm_reference_packed
-from gpu_support import DEVICE, FP8_MAX_DIFF, MARKS, NATIVE, check_list
+from gpu_support import DEVICE, MARKS, NATIVE, check_list, check_packed
 from support import assert_scaled_matches, generator, poison, rand_tensor, random_scales
 
 pytestmark = MARKS + [pytest.mark.skipif(NATIVE != "cutlass", reason="SwapAB is a CUTLASS (sm_90) instance")]
@@ -43,16 +42,6 @@ def _margins_untouched(buf, rows, cols):
         assert torch.equal(got.contiguous().view(bits), want.contiguous().view(bits)), "wrote outside the output"
 
 
-def _check_packed(out, a, b, sizes, dtype, k, name):
-    ref = grouped_gemm_reference_packed(a, b, sizes)
-    starts = [sum(sizes[:g]) for g in range(len(sizes))]
-    if ckgemm.rule_for(dtype).exact:
-        check(out, ref.to(torch.int32), name=name)
-    else:
-        check([out[s:s + m] for s, m in zip(starts, sizes)], [ref[s:s + m] for s, m in zip(starts, sizes)],
-              in_dtype=dtype, k=k, name=name, max_diff=FP8_MAX_DIFF)
-
-
 @pytest.mark.parametrize("dtype", EIGHT_BIT, ids=IDS)
 def test_list_form_routes_decode_groups_to_swapab(dtype):
     shapes = [(1, 200, 192), (16, 256, 128), (31, 128, 320), (32, 200, 192), (33, 256, 128), (0, 128, 64)]
@@ -78,7 +67,7 @@ def test_packed_form_with_groups_wider_than_the_tile(dtype):
     b = rand_tensor((len(SIZES), n, k + 32), dtype, gen, DEVICE)[:, :, :k]  # ldb = K + 32
     out, buf = _inside(rows, n, ckgemm.rule_for(dtype).output, pad_cols=8)
     ckgemm.grouped_gemm_packed(a, b, torch.tensor(SIZES, device=DEVICE), out=out)
-    _check_packed(out, a, b, SIZES, dtype, k, "swapab packed")
+    check_packed(out, a, b, SIZES, dtype, k, "swapab packed")
     _margins_untouched(buf, rows, n)
     assert all("coop_swapab" in p and "+" not in p for p in _paths()), ckgemm.last_dispatch()
 
@@ -92,11 +81,7 @@ def test_rr_weights_are_transposed_then_run_swapab(dtype):
     out = poison((sum(sizes), n), ckgemm.rule_for(dtype).output, DEVICE)
     ckgemm.grouped_gemm_packed(a, b, torch.tensor(sizes, device=DEVICE), layout="RR", out=out)
     assert all("coop_swapab" in p and "+transpose" in p for p in _paths()), ckgemm.last_dispatch()
-    ref = grouped_gemm_reference_packed(a, b, sizes, layout="RR")
-    if ckgemm.rule_for(dtype).exact:
-        check(out, ref.to(torch.int32), name="swapab RR")
-    else:
-        check(out, ref, in_dtype=dtype, k=k, name="swapab RR", max_diff=FP8_MAX_DIFF)
+    check_packed(out, a, b, sizes, dtype, k, "swapab RR", layout="RR")
 
 
 @pytest.mark.parametrize("recipe,dtype", [("row", torch.float8_e4m3fn), ("tensor", torch.float8_e4m3fn),
@@ -140,5 +125,5 @@ def test_graph_replay_with_new_sizes(dtype):
     gs.copy_(torch.tensor(new_sizes, dtype=torch.int32))
     out.copy_(poison((rows, n), out.dtype, DEVICE))
     graph.replay()
-    _check_packed(out, a, b, new_sizes, dtype, k, "swapab graph replay")
+    check_packed(out, a, b, new_sizes, dtype, k, "swapab graph replay")
     assert all("coop_swapab" in p for p in _paths()), "the captured call ran the SwapAB tile"

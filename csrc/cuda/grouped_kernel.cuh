@@ -28,21 +28,20 @@ namespace ckgemm::cuda {
 
 using namespace cute;
 
-// Large per-group M: two consumer warp groups share a tile; TMA-store epilogue.
+// Schedules (their display names are rules.cpp's). Large per-group M: two consumer warp groups share a
+// tile; TMA-store epilogue.
 struct Cooperative {
   using Mainloop = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative;
   using Epilogue = cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative;
   static constexpr bool kDirectStore = false, kBlockwise = false, kSwapAB = false;
-  static constexpr const char* name = "coop";
 };
 // Decode-sized per-group M (8-bit RC): the kernel computes D^T = B A^T, so the weights fill the 128-row
-// side of the warpgroup MMA (m64 per warp group) and the group's few rows its narrow N side, instead of
-// padding a 64-row tile of A. Cooperative warp groups, TMA-store epilogue into a column-major view of D.
+// side of the warpgroup MMA (m64 per warp group) and the group's few rows its 32-wide N side (padded to 32
+// rows, not 64). Cooperative warp groups, TMA-store epilogue into a column-major view of D.
 struct CooperativeSwapAB {
   using Mainloop = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative;
   using Epilogue = cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative;
   static constexpr bool kDirectStore = false, kBlockwise = false, kSwapAB = true;
-  static constexpr const char* name = "coop_swapab";
 };
 // Small M or any output alignment: ping-pong warp groups; the epilogue stores straight from registers
 // (no TMA), so D needs no 16-byte alignment (no fusion: unscaled only).
@@ -50,20 +49,17 @@ struct PingpongDirectStore {
   using Mainloop = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpong;
   using Epilogue = cutlass::epilogue::PtrArrayNoSmemWarpSpecialized;
   static constexpr bool kDirectStore = true, kBlockwise = false, kSwapAB = false;
-  static constexpr const char* name = "pingpong";
 };
 // Small M with a fused (scaled) epilogue: ping-pong with the TMA-store epilogue.
 struct Pingpong {
   using Mainloop = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpong;
   using Epilogue = cutlass::epilogue::PtrArrayTmaWarpSpecializedPingpong;
   static constexpr bool kDirectStore = false, kBlockwise = false, kSwapAB = false;
-  static constexpr const char* name = "pingpong";
 };
 struct CooperativeBlockwise {
   using Mainloop = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperativeFP8Blockwise;
   using Epilogue = cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative;
   static constexpr bool kDirectStore = false, kBlockwise = true, kSwapAB = false;
-  static constexpr const char* name = "coop_blockwise";
 };
 struct CooperativeBlockwiseSwapAB : CooperativeBlockwise {  // decode-sized M, block scales
   static constexpr bool kSwapAB = true;
@@ -72,7 +68,6 @@ struct PingpongBlockwise {
   using Mainloop = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpongFP8Blockwise;
   using Epilogue = cutlass::epilogue::PtrArrayTmaWarpSpecializedPingpong;
   static constexpr bool kDirectStore = false, kBlockwise = true, kSwapAB = false;
-  static constexpr const char* name = "pingpong_blockwise";
 };
 
 // The epilogue fusion of a scaling.
