@@ -148,9 +148,10 @@ std::string instance_rejects_packed(int id, const PackedArgs& p);
 // grouped 1x128 x 128x128 scaling; the pinned CK has none". The op refuses such calls with this text.
 std::string kind_rejects(const Kind& kind);
 // Instances of this kind in the order the backend prefers them for groups of about `m_hint` rows
-// (and n, k); writes at most `cap` ids to `out` and returns how many it wrote. The router
-// (common/route.h) then moves the instance CKGEMM_CONFIG names, if any, to the front.
-int preferred_instances(const Kind& kind, int64_t m_hint, int64_t n, int64_t k, int* out, int cap);
+// (and n, k), `groups` such groups in the call (with n, how many tiles the call makes); writes at most
+// `cap` ids to `out` and returns how many it wrote. The router (common/route.h) then moves the instance
+// CKGEMM_CONFIG names, if any, to the front.
+int preferred_instances(const Kind& kind, int64_t m_hint, int64_t n, int64_t k, int64_t groups, int* out, int cap);
 // Whether the current device runs this input dtype ("" when it does, else why not: e.g. the fp8
 // flavour a gfx942 does not decode). Cached per device.
 std::string device_rejects(DType dtype);

@@ -95,7 +95,7 @@ void run_packed_on_device(const at::Tensor& a, const at::Tensor& b, const at::Te
     p.sb_group_stride = sb[0].numel();
   }
   const GroupDesc envelope = packed_envelope(p);
-  const Route r = route_group(kind, envelope, (rows + groups - 1) / groups, [&](int id, const GroupDesc& x) {
+  const Route r = route_group(kind, envelope, (rows + groups - 1) / groups, groups, [&](int id, const GroupDesc& x) {
     PackedArgs q = p;
     q.a = x.a, q.b = x.b, q.c = x.c, q.n = x.n, q.k = x.k, q.lda = x.lda, q.ldb = x.ldb, q.ldc = x.ldc;
     if (x.b != p.b) q.b_group_stride = x.n * x.k;

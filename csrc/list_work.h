@@ -123,6 +123,8 @@ inline std::vector<int32_t> run_list_groups(ListGroups& groups, const CallFacts&
   std::vector<int32_t> routes(count, route_code(kRouteEmpty));
   std::map<int, std::vector<GroupDesc>> per_instance;
   const auto rejects = [](int id, const GroupDesc& g) { return instance_rejects(id, g); };
+  int64_t with_work = 0;  // the router's estimate of the call's tiles
+  for (size_t g = 0; g < count; ++g) with_work += facts.m[g] > 0 && facts.n[g] > 0 && facts.k[g] > 0;
   for (size_t g = 0; g < count; ++g) {
     const int64_t m = facts.m[g], n = facts.n[g], k = facts.k[g];
     if (m == 0 || n == 0) continue;
@@ -144,7 +146,7 @@ inline std::vector<int32_t> run_list_groups(ListGroups& groups, const CallFacts&
     }
     const GroupDesc d{a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n, k, leading_dim(a), leading_dim(b), leading_dim(c),
                       sa.defined() ? sa.data_ptr<float>() : nullptr, sb.defined() ? sb.data_ptr<float>() : nullptr};
-    const Route r = route_group(kind, d, m, rejects);
+    const Route r = route_group(kind, d, m, with_work, rejects);
     TORCH_CHECK(r.ok(), "[ckgemm-unsupported] ", backend_name(), " group ", g, ": ", r.why);
     routes[g] = r.code | expand;
     per_instance[route_instance(r.code)].push_back(work.apply_copies(r, d, a, b, c, sb, 0));

@@ -70,6 +70,13 @@ def _op(args):
         out = ref + torch.randn(1 << 28, generator=gen, device="cuda") * 1e-6
         return lambda: gpu_verify(out, ref, 1e-5, 1e-5)
     bc, sizes, a, b = _case_inputs(args.case, args.dtype)
+    if args.quant != "none":  # scaled: the same inputs, quantized with the harness's casts (bench_scaled.py's)
+        from ckgemm.testing import quant
+
+        gs = torch.tensor(sizes, dtype=torch.int32, device="cuda")
+        (qa, sa), (qb, sb) = (quant.cast_for(t.float(), args.quant, side, a.dtype) for t, side in ((a, "a"), (b, "b")))
+        out = torch.empty((a.shape[0], b.shape[1]), dtype=torch.bfloat16, device="cuda")
+        return lambda: ckgemm.grouped_gemm_packed(qa, qb, gs, out=out, scale_a=sa, scale_b=sb)
     if args.who == "ours":
         gs = torch.tensor(sizes, dtype=torch.int32, device="cuda")
         out = torch.empty((a.shape[0], b.shape[1]), dtype=ckgemm.rule_for(a.dtype).output, device="cuda")
@@ -144,6 +151,8 @@ def main() -> int:
     r.add_argument("--case", default="uniform")
     r.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp8", "int8"])
     r.add_argument("--who", default="ours")
+    r.add_argument("--quant", default="none", choices=["none", "tensor", "row", "block"],
+                   help="ours only: the scaled op with this recipe (bf16 out) on the case's inputs")
     s = sub.add_parser("summarize")
     s.add_argument("csv", nargs="+")
     args = parser.parse_args()

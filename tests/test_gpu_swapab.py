@@ -1,5 +1,6 @@
-"""The decode tile on the GPU (CUTLASS): 8-bit groups of at most 32 rows run the SwapAB instance, which
-computes D^T = B A^T so the weights fill the MMA's 128-row side and the group's rows its 32-wide side.
+"""The decode tile on the GPU (CUTLASS): 8-bit groups of at most 32 rows run a SwapAB instance, which
+computes D^T = B A^T so the weights fill the MMA's 128-row side (256 rows, two MMAs, once the call makes
+128 such tiles: N 3320 over 10 groups here) and the group's rows its 32-wide side.
 Checked against the harness reference (int8 bit-exact) with NaN-poisoned outputs; the shapes cover a
 partial weight tile (N 200), a partial K tile (K 192), empty groups and, in the packed form (which routes
 by the mean group size), groups of 33 and 70 rows that span several 32-row tiles and a last group of 31.
@@ -19,6 +20,10 @@ pytestmark = MARKS + [pytest.mark.skipif(NATIVE != "cutlass", reason="SwapAB is 
 EIGHT_BIT = [torch.float8_e4m3fn, torch.int8]
 IDS = ["fp8", "int8"]
 SIZES = [0, 1, 5, 70, 0, 33, 16, 2, 32, 31]  # mean 19: the packed call takes the SwapAB tile for all
+# N of a call with few tiles (the 128-wide tile) and of one making 10 x 13 = 130 256-wide tiles (the last
+# one partial): the selection rule's two SwapAB widths.
+NARROW, WIDE = "32x128x128", "32x256x128"
+WIDTHS = [pytest.param(200, NARROW, id="n200"), pytest.param(3320, WIDE, id="n3320")]
 
 
 def _paths():
@@ -60,8 +65,29 @@ def test_list_form_routes_decode_groups_to_swapab(dtype):
 
 
 @pytest.mark.parametrize("dtype", EIGHT_BIT, ids=IDS)
-def test_packed_form_with_groups_wider_than_the_tile(dtype):
-    n, k, rows = 200, 192, sum(SIZES)
+def test_list_form_with_a_wave_of_tiles_takes_the_wide_tile(dtype):
+    """Nine groups with rows of N 3832 (15 256-wide tiles each, the last partial: 135 in the call): the
+    wide SwapAB tile for those of at most 32 rows, the 64-row tile for the one of 33."""
+    ms = [1, 16, 31, 32, 0, 5, 9, 20, 2, 33]
+    n, k = 3832, 192
+    gen = generator(f"swapab-wide-list-{dtype}")
+    out_dtype = ckgemm.rule_for(dtype).output
+    a = [_inside(m, k, dtype, gen, pad_cols=16)[0] for m in ms]
+    b = [_inside(n, k, dtype, gen, pad_cols=48)[0] for _ in ms]
+    views = [_inside(m, n, out_dtype, pad_cols=8) for m in ms]
+    ckgemm.grouped_gemm_out(a, b, [v for v, _ in views])
+    check_list([v for v, _ in views], a, b, "RC", dtype, "swapab wide list")
+    for m, (_, buf) in zip(ms, views):
+        _margins_untouched(buf, m, n)
+    paths = ckgemm.last_dispatch().paths
+    assert all(f"coop_swapab_{WIDE}" in p and "+" not in p for p, m in zip(paths, ms) if 0 < m <= 32), paths
+    assert "pingpong_64x128x128" in paths[-1], paths
+
+
+@pytest.mark.parametrize("n,tile", WIDTHS)
+@pytest.mark.parametrize("dtype", EIGHT_BIT, ids=IDS)
+def test_packed_form_with_groups_wider_than_the_tile(dtype, n, tile):
+    k, rows = 192, sum(SIZES)
     gen = generator(f"swapab-packed-{dtype}")
     a = _inside(rows, k, dtype, gen, pad_cols=16)[0]
     b = rand_tensor((len(SIZES), n, k + 32), dtype, gen, DEVICE)[:, :, :k]  # ldb = K + 32
@@ -69,7 +95,7 @@ def test_packed_form_with_groups_wider_than_the_tile(dtype):
     ckgemm.grouped_gemm_packed(a, b, torch.tensor(SIZES, device=DEVICE), out=out)
     check_packed(out, a, b, SIZES, dtype, k, "swapab packed")
     _margins_untouched(buf, rows, n)
-    assert all("coop_swapab" in p and "+" not in p for p in _paths()), ckgemm.last_dispatch()
+    assert all(f"coop_swapab_{tile}" in p and "+" not in p for p in _paths()), ckgemm.last_dispatch()
 
 
 @pytest.mark.parametrize("dtype", EIGHT_BIT, ids=IDS)
@@ -84,13 +110,15 @@ def test_rr_weights_are_transposed_then_run_swapab(dtype):
     check_packed(out, a, b, sizes, dtype, k, "swapab RR", layout="RR")
 
 
+@pytest.mark.parametrize("n,tile", [pytest.param(136, NARROW, id="n136"), pytest.param(3320, WIDE, id="n3320")])
 @pytest.mark.parametrize("recipe,dtype", [("row", torch.float8_e4m3fn), ("tensor", torch.float8_e4m3fn),
                                           ("block", torch.float8_e4m3fn), ("row", torch.int8), ("tensor", torch.int8)],
                          ids=["row-fp8", "tensor-fp8", "block-fp8", "row-int8", "tensor-int8"])
-def test_scaled_packed_form_swaps_the_scales_too(dtype, recipe):
-    """The kernel's rows are our columns: B's scales (per channel, or per 128 x 128 block) scale them, A's
-    (per token, or per 1 x 128 block) its columns. Scales spread over binades, so a swapped pair fails."""
-    n, k = 136, 328
+def test_scaled_packed_form_swaps_the_scales_too(dtype, recipe, n, tile):
+    """The kernel's rows are our columns: B's scales (per channel, or per 128 x 128 block: two per wide
+    tile) scale them, A's (per token, or per 1 x 128 block) its columns. Scales spread over binades, so a
+    swapped pair fails."""
+    k = 328
     gen = generator(f"swapab-scaled-{recipe}-{dtype}")
     rows, groups = sum(SIZES), len(SIZES)
     a = rand_tensor((rows, k), dtype, gen, DEVICE)
@@ -98,7 +126,7 @@ def test_scaled_packed_form_swaps_the_scales_too(dtype, recipe):
     sa, sb = (s.to(DEVICE) for s in random_scales(recipe, rows, n, k, gen, packed_groups=groups, dtype=dtype))
     out = poison((rows, n), torch.bfloat16, DEVICE)
     ckgemm.grouped_gemm_packed(a, b, torch.tensor(SIZES, device=DEVICE), out=out, scale_a=sa, scale_b=sb)
-    assert all("swapab_32x128x128" in p for p in _paths()), ckgemm.last_dispatch()
+    assert all(f"swapab_{tile}" in p for p in _paths()), ckgemm.last_dispatch()
     start = 0
     for g, m in enumerate(SIZES):
         gsa = sa if recipe == "tensor" else sa[start:start + m]  # block: [rows, ceil(K/128)] too
@@ -107,9 +135,10 @@ def test_scaled_packed_form_swaps_the_scales_too(dtype, recipe):
         start += m
 
 
+@pytest.mark.parametrize("n,tile", WIDTHS)
 @pytest.mark.parametrize("dtype", EIGHT_BIT, ids=IDS)
-def test_graph_replay_with_new_sizes(dtype):
-    n, k = 256, 256
+def test_graph_replay_with_new_sizes(dtype, n, tile):
+    k = 256
     gen = generator(f"swapab-graph-{dtype}")
     rows = sum(SIZES)
     a = rand_tensor((rows, k), dtype, gen, DEVICE)
@@ -126,4 +155,4 @@ def test_graph_replay_with_new_sizes(dtype):
     out.copy_(poison((rows, n), out.dtype, DEVICE))
     graph.replay()
     check_packed(out, a, b, new_sizes, dtype, k, "swapab graph replay")
-    assert all("coop_swapab" in p for p in _paths()), "the captured call ran the SwapAB tile"
+    assert all(f"coop_swapab_{tile}" in p for p in _paths()), "the captured call ran the SwapAB tile"

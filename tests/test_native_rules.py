@@ -234,13 +234,14 @@ def _addr(offset=0):
     return (1 << 32) + offset
 
 
-def _route(probe, dtype, out, layout, scaling, m, n, k, *, a_off=0, c_off=0, lda=None, ldc=None, scales=False):
+def _route(probe, dtype, out, layout, scaling, m, n, k, *, a_off=0, c_off=0, lda=None, ldc=None, scales=False,
+           groups=1):
     ldb = k if layout == "RC" else n
     desc = Desc(_addr(a_off), _addr(1 << 28), _addr((2 << 28) + c_off), m, n, k, lda or k, ldb, ldc or n,
                 _addr(3 << 28) if scales else None, _addr(4 << 28) if scales else None)
     kp, np_, why = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_char_p()
     code = probe.probe_route(DTYPE_CODES[dtype], out, {"RC": 0, "RR": 1}[layout], scaling, ctypes.byref(desc),
-                             ctypes.byref(kp), ctypes.byref(np_), ctypes.byref(why))
+                             ctypes.c_int64(groups), ctypes.byref(kp), ctypes.byref(np_), ctypes.byref(why))
     return code, kp.value, np_.value, (why.value or b"").decode()
 
 
@@ -259,15 +260,24 @@ def test_routes_use_the_instance_table(probe):
     code, _, _, _ = _route(probe, bf16, bf16_out, "RC", 0, 16, 4096, 4096)
     assert _kind(probe, routes.instance(code))[4] == 64, "decode-size 16-bit groups take the 64-row tile"
     for eight_bit, out, scaling in ((fp8, f32, 0), (fp8, bf16_out, 1), (torch.int8, 3, 0), (torch.int8, bf16_out, 1)):
-        def tile_m(m):
-            code, _, _, why = _route(probe, eight_bit, out, "RC", scaling, m, 4096, 7168, scales=scaling > 0)
+        def tile_m(m, groups=1, n=4096):
+            code, _, _, why = _route(probe, eight_bit, out, "RC", scaling, m, n, 7168, scales=scaling > 0,
+                                     groups=groups)
             assert why == "", (eight_bit, out, m, why)
-            name = probe.probe_instance_name(routes.instance(code)).decode()
-            assert (name == "coop_swapab_32x128x128") == (m <= 32), (eight_bit, out, m, name)
-            return _kind(probe, routes.instance(code))[4]
-        assert [tile_m(m) for m in (1, 16, 32, 33, 64, 65, 4096)] == [32, 32, 32, 64, 64, 128, 128], (eight_bit, out)
+            return probe.probe_instance_name(routes.instance(code)).decode(), _kind(probe, routes.instance(code))[4]
+        got = [tile_m(m) for m in (1, 16, 32, 33, 64, 65, 4096)]
+        assert [tm for _, tm in got] == [32, 32, 32, 64, 64, 128, 128], (eight_bit, out, got)
+        assert [name for name, _ in got[:3]] == ["coop_swapab_32x128x128"] * 3, (eight_bit, out, got)
+        # The 256-wide SwapAB tile once the call makes 128 of its tiles (about a wave of 132 SMs).
+        for groups, n, wide in ((1, 4096, False), (7, 4096, False), (8, 4096, True), (32, 4096, True),
+                                (32, 1536, True), (21, 1536, False), (1, 32768, True)):
+            name, tm = tile_m(16, groups, n)
+            assert tm == 32 and name == f"coop_swapab_32x{256 if wide else 128}x128", (eight_bit, out, groups, n, name)
+        assert tile_m(48, 32)[1] == 64, "33-64 rows keep the 64-row ping-pong tile, whatever the group count"
     code, _, _, _ = _route(probe, fp8, bf16_out, "RC", 2, 16, 4096, 7168, scales=True)
     assert probe.probe_instance_name(routes.instance(code)).decode() == "coop_blockwise_swapab_32x128x128"
+    code, _, _, _ = _route(probe, fp8, bf16_out, "RC", 2, 16, 4096, 7168, scales=True, groups=32)
+    assert probe.probe_instance_name(routes.instance(code)).decode() == "coop_blockwise_swapab_32x256x128"
     code, _, _, _ = _route(probe, bf16, bf16_out, "RC", 0, 256, 256, 256, a_off=2)
     assert routes.flags(code) == routes.FLAG_REPACK_A, "only the misaligned operand is copied"
     code, kp, _, _ = _route(probe, torch.float16, 0, "RC", 0, 64, 64, 30)

@@ -66,10 +66,10 @@ inline void put_forced_first(int* ids, int count) {
 }
 
 template <class Rejects>
-bool first_taker(const Kind& kind, const GroupDesc& g, int64_t m_hint, Rejects&& rejects, int* chosen,
-                 std::string* first_why) {
+bool first_taker(const Kind& kind, const GroupDesc& g, int64_t m_hint, int64_t groups, Rejects&& rejects,
+                 int* chosen, std::string* first_why) {
   int ids[16];
-  const int count = preferred_instances(kind, m_hint, g.n, g.k, ids, 16);
+  const int count = preferred_instances(kind, m_hint, g.n, g.k, groups, ids, 16);
   put_forced_first(ids, count);
   for (int i = 0; i < count; ++i) {
     const std::string why = rejects(ids[i], g);
@@ -98,11 +98,11 @@ inline OutType kernel_out(const Kind& kind) {
 }
 
 // Route one group with work (m, n, k > 0) of `kind`, of about `m_hint` rows per group (a packed call's
-// envelope has all rows). `rejects(id, desc)` is the acceptance rule to apply (instance_rejects, or a
-// packed-call wrapper around instance_rejects_packed). A copied B is always stored RC [N (padded when C
-// is staged), K (padded)], so a copy also settles the layout.
+// envelope has all rows), one of `groups` in the call. `rejects(id, desc)` is the acceptance rule to apply
+// (instance_rejects, or a packed-call wrapper around instance_rejects_packed). A copied B is always stored
+// RC [N (padded when C is staged), K (padded)], so a copy also settles the layout.
 template <class Rejects>
-Route route_group(const Kind& wanted, const GroupDesc& given, int64_t m_hint, Rejects&& rejects) {
+Route route_group(const Kind& wanted, const GroupDesc& given, int64_t m_hint, int64_t groups, Rejects&& rejects) {
   Route r;
   const OutType out = kernel_out(wanted);
   const bool must_stage = out != wanted.out;
@@ -133,7 +133,7 @@ Route route_group(const Kind& wanted, const GroupDesc& given, int64_t m_hint, Re
         if (copy_b) g.b = route_detail::fresh(1), g.ldb = g.k;
         if (stage) g.c = const_cast<void*>(route_detail::fresh(2)), g.n = np, g.ldc = np;
         int chosen = -1;
-        if (!route_detail::first_taker(kind, g, m_hint, rejects, &chosen, &first_why)) continue;
+        if (!route_detail::first_taker(kind, g, m_hint, groups, rejects, &chosen, &first_why)) continue;
         int32_t flags = (copy_a ? kRepackA : 0) | (copy_b ? kRepackB : 0) | (stage ? kStageC : 0);
         if (copy_b && wanted.layout == Layout::RR) flags |= kTransposeB;
         r.code = route_code(kRouteKernel, chosen, flags);
@@ -148,16 +148,16 @@ Route route_group(const Kind& wanted, const GroupDesc& given, int64_t m_hint, Re
   return r;
 }
 
-// A group as the list forms see it: empty, K = 0, or routed.
+// A group as the list forms see it: empty, K = 0, or routed (one of `groups` with work in the call).
 template <class Rejects>
-Route route_list_group(const Kind& kind, const GroupDesc& g, Rejects&& rejects) {
+Route route_list_group(const Kind& kind, const GroupDesc& g, int64_t groups, Rejects&& rejects) {
   Route r;
   if (g.m == 0 || g.n == 0) return r;
   if (g.k == 0) {
     r.code = route_code(kRouteZeroK);
     return r;
   }
-  return route_group(kind, g, g.m, rejects);
+  return route_group(kind, g, g.m, groups, rejects);
 }
 
 }  // namespace ckgemm

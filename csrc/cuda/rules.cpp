@@ -82,15 +82,24 @@ const std::vector<int>& ids_of(const Kind& kind) {
   return none;
 }
 
-// The selection rule, from H200 measurements (docs/PERF.md): rank of an instance for a group of about
-// m rows (lower first). Decode-sized M (<= 32 rows) takes the SwapAB tile, whose MMA pads a group's rows
-// to 32 rather than 64 (the weights fill its 128-row side); up to 64 rows the 64-row ping-pong tile, which fills the SMs with more tiles; otherwise
-// the cooperative tiles, 128x256 first.
-int rank_for(const Spec& s, int64_t m) {
+// A call making at least this many 256-wide SwapAB tiles (about one wave of an H200's 132 SMs) takes the
+// 256-wide tile; with fewer, the 128-wide one keeps twice as many SMs streaming weights (docs/PERF.md, 16
+// rows per group, N 4096, K 7168: 1-4 groups took 2-41% longer on the 256-wide tile, 8-32 groups 1-9% less).
+constexpr int64_t kWideSwapTiles = 128;
+
+// The selection rule, from H200 measurements (docs/PERF.md): rank of an instance for `groups` groups of
+// about m rows and n columns (lower first). Decode-sized M (<= 32 rows) takes a SwapAB tile, whose MMA
+// pads a group's rows to 32 rather than 64 (the weights fill its 128- or 256-row side: the wider when the
+// call makes a wave of tiles); up to 64 rows the 64-row ping-pong tile, which fills the SMs with more
+// tiles; otherwise the cooperative tiles, 128x256 first.
+int rank_for(const Spec& s, int64_t m, int64_t n, int64_t groups) {
   const bool swap = s.schedule.swap_ab;
   const bool small_tile = s.tm <= 64 && !swap;
-  if (m <= 32 && swap) return 0;
-  if (m <= 64) return small_tile ? 1 : swap ? 2 : (s.tn == 256 ? 3 : 4);
+  if (m <= 32 && swap) {
+    const bool wide = groups * ((n + 255) / 256) >= kWideSwapTiles;
+    return (s.tn == 256) == wide ? 0 : 1;
+  }
+  if (m <= 64) return small_tile ? 2 : swap ? 3 : (s.tn == 256 ? 4 : 5);
   if (swap) return 4;
   if (small_tile) return 3;
   return s.tm == 128 ? 0 : 1;
@@ -137,13 +146,13 @@ std::string kind_rejects(const Kind& kind) {
 }
 
 // The instances of a kind in the selection rule's order (CKGEMM_CONFIG is applied by the router).
-int preferred_instances(const Kind& kind, int64_t m_hint, int64_t, int64_t, int* out, int cap) {
+int preferred_instances(const Kind& kind, int64_t m_hint, int64_t n, int64_t, int64_t groups, int* out, int cap) {
   const std::vector<int>& ids = ids_of(kind);
   std::pair<int, int> ranked[32];
   int count = 0;
   for (int id : ids) {
     if (count == 32) break;
-    ranked[count++] = {rank_for(kSpecs[id], m_hint), id};
+    ranked[count++] = {rank_for(kSpecs[id], m_hint, n, groups), id};
   }
   std::stable_sort(ranked, ranked + count, [](auto x, auto y) { return x.first < y.first; });
   const int written = count < cap ? count : cap;

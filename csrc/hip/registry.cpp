@@ -73,7 +73,7 @@ std::string instance_rejects_packed(int id, const PackedArgs& p) {
 
 std::string kind_rejects(const Kind& kind) { return ck::kind_rejects(ck::instance_table(), kind); }
 
-int preferred_instances(const Kind& kind, int64_t m_hint, int64_t, int64_t, int* out, int cap) {
+int preferred_instances(const Kind& kind, int64_t m_hint, int64_t, int64_t, int64_t, int* out, int cap) {
   return out == nullptr || cap <= 0 ? 0 : ck::preferred(ck::instance_table(), kind, m_hint, out, cap);
 }
 

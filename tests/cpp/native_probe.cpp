@@ -63,13 +63,14 @@ const char* probe_kind_rejects(int dtype, int out, int layout, int scaling) {
                             static_cast<Scaling>(scaling)}));
 }
 
-// The route of one list-form group: returns the route code; fills the padded K and N and, when no
-// instance can take the group, the reason (returned through the text buffer).
-int probe_route(int dtype, int out, int layout, int scaling, const GroupDesc* g, int64_t* k_padded, int64_t* n_padded,
-                const char** why) {
+// The route of one list-form group, one of `groups` with work in the call: returns the route code; fills
+// the padded K and N and, when no instance can take the group, the reason (returned through the text buffer).
+int probe_route(int dtype, int out, int layout, int scaling, const GroupDesc* g, int64_t groups, int64_t* k_padded,
+                int64_t* n_padded, const char** why) {
   const Kind kind{static_cast<DType>(dtype), static_cast<OutType>(out), static_cast<Layout>(layout),
                   static_cast<Scaling>(scaling)};
-  const Route r = route_list_group(kind, *g, [](int id, const GroupDesc& d) { return instance_rejects(id, d); });
+  const Route r = route_list_group(kind, *g, groups,
+                                   [](int id, const GroupDesc& d) { return instance_rejects(id, d); });
   *k_padded = r.k_padded;
   *n_padded = r.n_padded;
   *why = keep(r.why);

@@ -27,7 +27,7 @@ GroupDesc with_scales(GroupDesc g) {
 }
 
 Route route(const Kind& kind, const GroupDesc& g) {
-  return route_list_group(kind, g, [](int id, const GroupDesc& d) { return instance_rejects(id, d); });
+  return route_list_group(kind, g, 1, [](int id, const GroupDesc& d) { return instance_rejects(id, d); });
 }
 std::string instance_of(const Route& r) {
   return r.ok() ? instance_info(route_instance(r.code)).name : "refused: " + r.why;

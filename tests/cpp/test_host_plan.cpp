@@ -134,18 +134,18 @@ void test_kind_rejects() {
 void test_preferred_instances() {
   const Kind k = kind(DType::FP8_E4M3, OutType::BF16, Layout::RR, Scaling::Row);
   int ids[4] = {-1, -1, -1, -1};
-  CHECK_EQ(preferred_instances(k, 4096, 4096, 7168, ids, 4), 2);
+  CHECK_EQ(preferred_instances(k, 4096, 4096, 7168, 1, ids, 4), 2);
   CHECK(instance_info(ids[0]).kind == k && instance_info(ids[1]).kind == k);
   CHECK_EQ(std::string(instance_info(ids[0]).name), std::string("compute_v4_128x128x64"));
   CHECK_EQ(std::string(instance_info(ids[1]).name), std::string("padded_16x64x128"));
-  CHECK_EQ(preferred_instances(k, kPaddedFirstBelowRows - 1, 4096, 7168, ids, 4), 2);
+  CHECK_EQ(preferred_instances(k, kPaddedFirstBelowRows - 1, 4096, 7168, 1, ids, 4), 2);
   CHECK_EQ(std::string(instance_info(ids[0]).name), std::string("padded_16x64x128"));
   CHECK_EQ(std::string(instance_info(ids[1]).name), std::string("compute_v4_128x128x64"));
-  CHECK_EQ(preferred_instances(k, kPaddedFirstBelowRows, 4096, 7168, ids, 1), 1);
+  CHECK_EQ(preferred_instances(k, kPaddedFirstBelowRows, 4096, 7168, 1, ids, 1), 1);
   CHECK_EQ(std::string(instance_info(ids[0]).name), std::string("compute_v4_128x128x64"));
-  CHECK_EQ(preferred_instances(kind(DType::F16, OutType::F16, Layout::RC, Scaling::Block), 4096, 1, 1, ids, 4), 0);
-  CHECK_EQ(preferred_instances(k, 4096, 1, 1, nullptr, 4), 0);
-  CHECK_EQ(preferred_instances(k, 4096, 1, 1, ids, 0), 0);
+  CHECK_EQ(preferred_instances(kind(DType::F16, OutType::F16, Layout::RC, Scaling::Block), 4096, 1, 1, 1, ids, 4), 0);
+  CHECK_EQ(preferred_instances(k, 4096, 1, 1, 1, nullptr, 4), 0);
+  CHECK_EQ(preferred_instances(k, 4096, 1, 1, 1, ids, 0), 0);
 }
 
 }  // namespace
