@@ -11,6 +11,8 @@
 #   host      benchmarks/bench_host.py (end to end vs graph, profiler breakdown, host loop)
 #   repack    benchmarks/bench_repack.py (transpose bandwidth; 8-bit RR per call / prepacked / RC)
 #   tiles     benchmarks/bench_tiles.py (16-bit instances forced one by one, twice, beside the peers)
+#   swapab    benchmarks/bench_swapab.py (each 8-bit SwapAB decode tile forced: decode with and without the
+#             L2 flush, and a sweep of group counts against the selection rule's pick)
 # Benchmark stages stop after $STAGE_TIMEOUT seconds (default 600); what they printed stays in their log.
 #   dist      the expert-parallel MoE flow with NCCL at world size 1 (bf16, fp8, scaled), and --bench
 #   conformance  python -m ckgemm.testing.conformance: ckgemm, torch's grouped ops and DeepGEMM (--perf)
@@ -87,6 +89,9 @@ for stage in "$@"; do
     tiles)
       run tiles timeout "${STAGE_TIMEOUT:-600}" python3 benchmarks/bench_tiles.py --json "$OUT/tiles.json" \
         --markdown "$OUT/tiles.md" ;;
+    swapab)
+      run swapab timeout "${STAGE_TIMEOUT:-600}" python3 benchmarks/bench_swapab.py --json "$OUT/swapab.json" \
+        --markdown "$OUT/swapab.md" ;;
     dist)
       run dist python3 -m ckgemm.testing.distributed --nproc 1 --backend cutlass --dtype bf16,fp8 \
         --quant none,row,block --json "$OUT/dist.json"

@@ -1,0 +1,148 @@
+#!/usr/bin/env python
+"""The 8-bit decode tiles: every SwapAB instance of each 8-bit kind (forced with CKGEMM_CONFIG), in the same
+process, under CUDA-graph replay. Two tables, the data csrc/cuda/rules.cpp's SwapAB rule is derived from
+(docs/PERF.md):
+
+  decode   DeepSeek-V3 decode (512 tokens, multinomial over 32 experts, N 4096, K 7168; Gaussian data
+           quantized as bench_scaled.py does) for fp8 unscaled/row/tensor/block and int8 unscaled/row/tensor:
+           graph ms and % of the copy bandwidth in weight bytes, with the usual L2 flush (a memset, which
+           leaves dirty lines) and without it.
+  groups   16- or 8-row groups, 1 to 128 of them, N 1536-7168: where each width wins, and what the rule picks.
+
+Every forced output is checked (int8 exact, scaled against the reference with the same quantization) before
+it is timed.
+
+    python benchmarks/bench_swapab.py --json swapab.json --markdown swapab.md
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import torch
+from tabulate import tabulate
+
+import ckgemm
+from ckgemm.backends.native import _C
+from ckgemm.testing import Report, bench, device_info, grouped_gemm_reference_packed, measure_ceilings, quant, shapes
+
+import common  # benchmarks/common.py: this script's folder is on sys.path
+from bench_grouped_gemm import _verify as verify_unscaled
+from bench_scaled import verify as verify_scaled
+
+KINDS = [(torch.float8_e4m3fn, r) for r in ("none", "row", "tensor", "block")] + \
+        [(torch.int8, r) for r in ("none", "row", "tensor")]
+SWEEP = [(4096, 7168, 16, (1, 2, 4, 8, 16, 32)), (1536, 2048, 8, (8, 32, 128)), (7168, 2048, 16, (1, 4, 8, 32))]
+SCALING = {"none": 0, "row": 1, "tensor": 1, "block": 2}
+
+
+def swapab_instances(dtype, recipe):
+    code = {torch.float8_e4m3fn: 2, torch.int8: 4}[dtype]
+    return [i["name"] for i in _C.instances() if i["dtype"] == code and i["scaling"] == SCALING[recipe]
+            and "swapab" in i["name"] and (recipe != "none" or i["out"] in (2, 3))]
+
+
+def quantized(x, w, dtype, recipe):
+    """(a, sa, b, sb): the inputs of a call of this recipe (unscaled: the row cast, scales dropped)."""
+    a, sa = quant.cast_for(x, "row" if recipe == "none" else recipe, "a", dtype)
+    b, sb = quant.cast_for(w, "row" if recipe == "none" else recipe, "b", dtype)
+    return (a, None, b, None) if recipe == "none" else (a, sa, b, sb)
+
+
+def forced(name, call):
+    os.environ["CKGEMM_CONFIG"] = name
+    try:
+        call()
+        torch.cuda.synchronize()
+        return ckgemm.last_dispatch().summary
+    finally:
+        os.environ.pop("CKGEMM_CONFIG", None)
+
+
+def timed_graph(name, call, args, device, flush=None):
+    os.environ["CKGEMM_CONFIG"] = name  # read at capture: the graph keeps the forced instance
+    try:
+        return bench(call, graph=True, warmup=args.warmup, iters=args.iters, device=device, flush=flush,
+                     telemetry=False).median_ms
+    finally:
+        os.environ.pop("CKGEMM_CONFIG", None)
+
+
+def decode(args, device, report, ceilings):
+    tokens, experts, n, k = 512, 32, 4096, 7168
+    sizes = list(shapes.moe_split(tokens, experts, n, k, args.seed, dist="multinomial").ms)
+    gen = torch.Generator(device=device).manual_seed(args.seed)
+    x = torch.randn((tokens, k), generator=gen, device=device)
+    w = torch.randn((experts, n, k), generator=gen, device=device) * 0.05
+    gs = torch.tensor(sizes, dtype=torch.int32, device=device)
+    rows = []
+    for dtype, recipe in KINDS:
+        a, sa, b, sb = quantized(x, w, dtype, recipe)
+        out_dtype = ckgemm.rule_for(dtype).output if recipe == "none" else torch.bfloat16
+        out = torch.empty((tokens, n), dtype=out_dtype, device=device)
+        call = lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out, scale_a=sa, scale_b=sb)  # noqa: E731
+        ref = None if recipe == "none" else grouped_gemm_reference_packed((a, sa), (b, sb), sizes)
+        for name in swapab_instances(dtype, recipe):
+            out.fill_(float("nan") if out_dtype.is_floating_point else -7)
+            ran = forced(name, call)
+            assert name in ran, (name, ran)
+            if ref is None:
+                verify_unscaled(out, a, b, sizes, dtype, k, f"{name} {dtype}")
+            else:
+                verify_scaled(out, ref, dtype, k, f"{name} {recipe}")
+            t_flush = timed_graph(name, call, args, device)
+            t_warm = timed_graph(name, call, args, device, flush=False)
+            pct = lambda t: 100 * b.numel() / (t / 1e3) / (ceilings.hbm_tbs * 1e12)  # noqa: E731
+            rows.append({"dtype": str(dtype).replace("torch.", ""), "recipe": recipe, "instance": name,
+                         "graph ms": t_flush, "% of copy": pct(t_flush), "no flush ms": t_warm,
+                         "no flush % of copy": pct(t_warm)})
+            report.add(op="grouped_gemm_packed", backend="cutlass", dtype=rows[-1]["dtype"], shape="DeepSeek-V3 decode",
+                       config=name, recipe=recipe, time={"median_ms": t_flush}, no_flush_ms=t_warm)
+        del a, b, sa, sb, ref
+        torch.cuda.empty_cache()
+    return rows
+
+
+def groups(args, device, report):
+    gen = torch.Generator(device=device).manual_seed(args.seed)
+    rows = []
+    for n, k, m, counts in SWEEP:
+        for g in counts:
+            x = torch.randn((g * m, k), generator=gen, device=device)
+            w = torch.randn((g, n, k), generator=gen, device=device) * 0.05
+            gs = torch.full((g,), m, dtype=torch.int32, device=device)
+            for dtype, recipe in ((torch.float8_e4m3fn, "row"), (torch.int8, "none")):
+                a, sa, b, sb = quantized(x, w, dtype, recipe)
+                call = lambda: ckgemm.grouped_gemm_packed(a, b, gs, scale_a=sa, scale_b=sb)  # noqa: E731
+                call()
+                row = {"groups x rows": f"{g} x {m}", "N": n, "K": k, "kind": f"{str(dtype)[6:]} {recipe}",
+                       "rule picks": ckgemm.last_dispatch().summary.split(":")[-1].split(" x")[0]}
+                for name in swapab_instances(dtype, recipe):
+                    assert name in forced(name, call)
+                    row[f"{name} us"] = 1e3 * timed_graph(name, call, args, device)
+                    report.add(op="grouped_gemm_packed", backend="cutlass", dtype=str(dtype), config=name,
+                               shape=f"{g}x{m} N{n} K{k}", time={"median_ms": row[f"{name} us"] / 1e3})
+                rows.append(row)
+    return rows
+
+
+def main() -> int:
+    p = common.parser(__doc__, iters=30, warmup=5, cases=False)
+    p.add_argument("--part", default="decode,groups", help="decode, groups or both (default)")
+    args = p.parse_args()
+    device = common.gpu_device(needs_native=True)
+    if device is None:
+        return 2
+    ceilings = measure_ceilings(device)
+    report = Report("8-bit SwapAB tiles", meta={**device_info.environment(device), "ceilings": ceilings.to_dict()})
+    rows = []
+    for part in args.part.split(","):
+        new = decode(args, device, report, ceilings) if part == "decode" else groups(args, device, report)
+        print(tabulate(new, headers="keys", floatfmt=".4g"), flush=True)
+        rows += new
+    common.finish(report, rows, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
