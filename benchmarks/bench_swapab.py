@@ -68,6 +68,14 @@ def timed_graph(name, call, args, device, flush=None):
         os.environ.pop("CKGEMM_CONFIG", None)
 
 
+def check(out, a, sa, b, sb, sizes, dtype, recipe, k, name):
+    """int8 exact; fp8 unscaled against the reference; scaled against the reference with the same quantization."""
+    if recipe == "none":
+        verify_unscaled(out, a, b, sizes, dtype, k, name)
+    else:
+        verify_scaled(out, grouped_gemm_reference_packed((a, sa), (b, sb), sizes), dtype, k, name)
+
+
 def decode(args, device, report, ceilings):
     tokens, experts, n, k = 512, 32, 4096, 7168
     sizes = list(shapes.moe_split(tokens, experts, n, k, args.seed, dist="multinomial").ms)
@@ -81,15 +89,11 @@ def decode(args, device, report, ceilings):
         out_dtype = ckgemm.rule_for(dtype).output if recipe == "none" else torch.bfloat16
         out = torch.empty((tokens, n), dtype=out_dtype, device=device)
         call = lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out, scale_a=sa, scale_b=sb)  # noqa: E731
-        ref = None if recipe == "none" else grouped_gemm_reference_packed((a, sa), (b, sb), sizes)
         for name in swapab_instances(dtype, recipe):
             out.fill_(float("nan") if out_dtype.is_floating_point else -7)
             ran = forced(name, call)
             assert name in ran, (name, ran)
-            if ref is None:
-                verify_unscaled(out, a, b, sizes, dtype, k, f"{name} {dtype}")
-            else:
-                verify_scaled(out, ref, dtype, k, f"{name} {recipe}")
+            check(out, a, sa, b, sb, sizes, dtype, recipe, k, f"{name} {dtype} {recipe}")
             t_flush = timed_graph(name, call, args, device)
             t_warm = timed_graph(name, call, args, device, flush=False)
             pct = lambda t: 100 * b.numel() / (t / 1e3) / (ceilings.hbm_tbs * 1e12)  # noqa: E731
@@ -98,7 +102,7 @@ def decode(args, device, report, ceilings):
                          "no flush % of copy": pct(t_warm)})
             report.add(op="grouped_gemm_packed", backend="cutlass", dtype=rows[-1]["dtype"], shape="DeepSeek-V3 decode",
                        config=name, recipe=recipe, time={"median_ms": t_flush}, no_flush_ms=t_warm)
-        del a, b, sa, sb, ref
+        del a, b, sa, sb
         torch.cuda.empty_cache()
     return rows
 
@@ -113,15 +117,20 @@ def groups(args, device, report):
             gs = torch.full((g,), m, dtype=torch.int32, device=device)
             for dtype, recipe in ((torch.float8_e4m3fn, "row"), (torch.int8, "none")):
                 a, sa, b, sb = quantized(x, w, dtype, recipe)
-                call = lambda: ckgemm.grouped_gemm_packed(a, b, gs, scale_a=sa, scale_b=sb)  # noqa: E731
+                out_dtype = ckgemm.rule_for(dtype).output if recipe == "none" else torch.bfloat16
+                out = torch.empty((g * m, n), dtype=out_dtype, device=device)
+                call = lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out, scale_a=sa, scale_b=sb)  # noqa: E731
                 call()
-                row = {"groups x rows": f"{g} x {m}", "N": n, "K": k, "kind": f"{str(dtype)[6:]} {recipe}",
+                dtype_name = str(dtype).replace("torch.", "")
+                row = {"groups x rows": f"{g} x {m}", "N": n, "K": k, "kind": f"{dtype_name} {recipe}",
                        "rule picks": ckgemm.last_dispatch().summary.split(":")[-1].split(" x")[0]}
                 for name in swapab_instances(dtype, recipe):
+                    out.fill_(float("nan") if out_dtype.is_floating_point else -7)
                     assert name in forced(name, call)
+                    check(out, a, sa, b, sb, [m] * g, dtype, recipe, k, f"{name} {g}x{m} N{n}")
                     row[f"{name} us"] = 1e3 * timed_graph(name, call, args, device)
-                    report.add(op="grouped_gemm_packed", backend="cutlass", dtype=str(dtype), config=name,
-                               shape=f"{g}x{m} N{n} K{k}", time={"median_ms": row[f"{name} us"] / 1e3})
+                    report.add(op="grouped_gemm_packed", backend="cutlass", dtype=dtype_name, recipe=recipe,
+                               config=name, shape=f"{g}x{m} N{n} K{k}", time={"median_ms": row[f"{name} us"] / 1e3})
                 rows.append(row)
     return rows
 
@@ -135,8 +144,11 @@ def main() -> int:
         return 2
     ceilings = measure_ceilings(device)
     report = Report("8-bit SwapAB tiles", meta={**device_info.environment(device), "ceilings": ceilings.to_dict()})
+    parts = args.part.split(",")
+    if not set(parts) <= {"decode", "groups"}:
+        p.error(f"--part: decode and/or groups, got {args.part!r}")
     rows = []
-    for part in args.part.split(","):
+    for part in parts:
         new = decode(args, device, report, ceilings) if part == "decode" else groups(args, device, report)
         print(tabulate(new, headers="keys", floatfmt=".4g"), flush=True)
         rows += new

@@ -123,7 +123,7 @@ inline std::vector<int32_t> run_list_groups(ListGroups& groups, const CallFacts&
   std::vector<int32_t> routes(count, route_code(kRouteEmpty));
   std::map<int, std::vector<GroupDesc>> per_instance;
   const auto rejects = [](int id, const GroupDesc& g) { return instance_rejects(id, g); };
-  int64_t with_work = 0;  // the router's estimate of the call's tiles
+  int64_t with_work = 0;  // groups with work: with N, the selection rule's estimate of the call's tiles
   for (size_t g = 0; g < count; ++g) with_work += facts.m[g] > 0 && facts.n[g] > 0 && facts.k[g] > 0;
   for (size_t g = 0; g < count; ++g) {
     const int64_t m = facts.m[g], n = facts.n[g], k = facts.k[g];

@@ -30,12 +30,14 @@ from build_support import cuda  # noqa: E402
 
 def ci_subset(table: list[dict]) -> set[str]:
     """One instance key per family (first in table order): every schedule, scaling, input dtype (each its own
-    wgmma flavour) and output type (each its own epilogue); the RR twins differ only in B's layout tag."""
+    wgmma flavour) and output type (each its own epilogue), and every tile of each schedule and scaling (each
+    its own collective shapes); the RR twins differ only in B's layout tag."""
     seen, keys = set(), set()
     for row in table:
-        family = (row["scaling"], row["schedule"], row["dtype"], row["out"])
-        if family not in seen:
-            seen.add(family)
+        families = ((row["scaling"], row["schedule"], row["dtype"], row["out"]),
+                    (row["scaling"], row["schedule"], row["tile"]))
+        if any(f not in seen for f in families):
+            seen.update(families)
             keys.add(row["key"])
     return keys
 

@@ -73,6 +73,9 @@ def _op(args):
     if args.quant != "none":  # scaled: the same inputs, quantized with the harness's casts (bench_scaled.py's)
         from ckgemm.testing import quant
 
+        if args.who != "ours" or args.dtype not in ("fp8", "int8") or (args.dtype, args.quant) == ("int8", "block"):
+            raise SystemExit("--quant: ours only, fp8 with tensor/row/block or int8 with tensor/row")
+
         gs = torch.tensor(sizes, dtype=torch.int32, device="cuda")
         (qa, sa), (qb, sb) = (quant.cast_for(t.float(), args.quant, side, a.dtype) for t, side in ((a, "a"), (b, "b")))
         out = torch.empty((a.shape[0], b.shape[1]), dtype=torch.bfloat16, device="cuda")

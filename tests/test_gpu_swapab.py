@@ -66,8 +66,9 @@ def test_list_form_routes_decode_groups_to_swapab(dtype):
 
 @pytest.mark.parametrize("dtype", EIGHT_BIT, ids=IDS)
 def test_list_form_with_a_wave_of_tiles_takes_the_wide_tile(dtype):
-    """Nine groups with rows of N 3832 (15 256-wide tiles each, the last partial: 135 in the call): the
-    wide SwapAB tile for those of at most 32 rows, the 64-row tile for the one of 33."""
+    """Nine groups with rows of N 3832 (15 256-wide tiles each, the last partial): the rule counts the call's
+    groups with work, 9 x 15 = 135 >= 128, so those of at most 32 rows take the wide SwapAB tile (eight of
+    them, one launch) and the one of 33 rows the 64-row tile."""
     ms = [1, 16, 31, 32, 0, 5, 9, 20, 2, 33]
     n, k = 3832, 192
     gen = generator(f"swapab-wide-list-{dtype}")
@@ -110,7 +111,8 @@ def test_rr_weights_are_transposed_then_run_swapab(dtype):
     check_packed(out, a, b, sizes, dtype, k, "swapab RR", layout="RR")
 
 
-@pytest.mark.parametrize("n,tile", [pytest.param(136, NARROW, id="n136"), pytest.param(3320, WIDE, id="n3320")])
+@pytest.mark.parametrize("n,tile", [pytest.param(136, NARROW, id="n136"), pytest.param(3320, WIDE, id="n3320"),
+                                    pytest.param(3136, WIDE, id="n3136")])  # last wide tile: one of two scale blocks
 @pytest.mark.parametrize("recipe,dtype", [("row", torch.float8_e4m3fn), ("tensor", torch.float8_e4m3fn),
                                           ("block", torch.float8_e4m3fn), ("row", torch.int8), ("tensor", torch.int8)],
                          ids=["row-fp8", "tensor-fp8", "block-fp8", "row-int8", "tensor-int8"])

@@ -270,7 +270,8 @@ def test_routes_use_the_instance_table(probe):
         assert [name for name, _ in got[:3]] == ["coop_swapab_32x128x128"] * 3, (eight_bit, out, got)
         # The 256-wide SwapAB tile once the call makes 128 of its tiles (about a wave of 132 SMs).
         for groups, n, wide in ((1, 4096, False), (7, 4096, False), (8, 4096, True), (32, 4096, True),
-                                (32, 1536, True), (21, 1536, False), (1, 32768, True)):
+                                (32, 1536, True), (21, 1536, False), (1, 32768, True),
+                                (8, 3840, False), (8, 3856, True)):  # ceil(N / 256): 15 or 16 tiles a group
             name, tm = tile_m(16, groups, n)
             assert tm == 32 and name == f"coop_swapab_32x{256 if wide else 128}x128", (eight_bit, out, groups, n, name)
         assert tile_m(48, 32)[1] == 64, "33-64 rows keep the 64-row ping-pong tile, whatever the group count"

@@ -35,9 +35,9 @@ struct Cooperative {
   using Epilogue = cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative;
   static constexpr bool kDirectStore = false, kBlockwise = false, kSwapAB = false;
 };
-// Decode-sized per-group M (8-bit RC): the kernel computes D^T = B A^T, so the weights fill the 128-row
-// side of the warpgroup MMA (m64 per warp group) and the group's few rows its 32-wide N side (padded to 32
-// rows, not 64). Cooperative warp groups, TMA-store epilogue into a column-major view of D.
+// Decode-sized per-group M (8-bit RC): the kernel computes D^T = B A^T, so the weights fill the 128- or
+// 256-row side of the tile (m64 MMAs, one or two per warp group) and the group's few rows its 32-wide N side
+// (padded to 32 rows, not 64). Cooperative warp groups, TMA-store epilogue into a column-major view of D.
 struct CooperativeSwapAB {
   using Mainloop = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative;
   using Epilogue = cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative;
