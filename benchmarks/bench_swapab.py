@@ -10,7 +10,8 @@ process, under CUDA-graph replay. Two tables, the data csrc/cuda/rules.cpp's Swa
   groups   16- or 8-row groups, 1 to 128 of them, N 1536-7168: where each width wins, and what the rule picks.
 
 Every forced output is checked (int8 exact, scaled against the reference with the same quantization) before
-it is timed.
+it is timed. Each call's instances are timed twice, in A B B A order, after bench's 25 ms warm-up: the
+figures are the mean of the two runs, the spread their difference as a share of it.
 
     python benchmarks/bench_swapab.py --json swapab.json --markdown swapab.md
 """
@@ -68,6 +69,15 @@ def timed_graph(name, call, args, device, flush=None):
         os.environ.pop("CKGEMM_CONFIG", None)
 
 
+def abba(names, time_one):
+    """{name: (mean ms, spread %)} over two runs of each name in A B B A order, so that a drift in the device's
+    state between the first and the last timing hits every instance alike."""
+    runs = {name: [] for name in names}
+    for name in list(names) + list(reversed(names)):
+        runs[name].append(time_one(name))
+    return {name: (sum(t) / 2, 100 * abs(t[0] - t[1]) / (sum(t) / 2)) for name, t in runs.items()}
+
+
 def checker(a, sa, b, sb, sizes, dtype, recipe, k):
     """A check of one call's outputs, its reference computed once: int8 exact; fp8 unscaled against the
     reference; scaled against the reference with the same quantization."""
@@ -90,22 +100,27 @@ def decode(args, device, report, ceilings):
         a, sa, b, sb = quantized(x, w, dtype, recipe)
         out_dtype = ckgemm.rule_for(dtype).output if recipe == "none" else torch.bfloat16
         out = torch.empty((tokens, n), dtype=out_dtype, device=device)
-        call = lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out, scale_a=sa, scale_b=sb)  # noqa: E731
+        call = lambda a=a, b=b, sa=sa, sb=sb: ckgemm.grouped_gemm_packed(  # noqa: E731
+            a, b, gs, out=out, scale_a=sa, scale_b=sb)
         check = checker(a, sa, b, sb, sizes, dtype, recipe, k)
-        for name in swapab_instances(dtype, recipe):
+        weight_bytes = b.numel()
+        names = swapab_instances(dtype, recipe)
+        for name in names:
             out.fill_(float("nan") if out_dtype.is_floating_point else -7)
             ran = forced(name, call)
             assert name in ran, (name, ran)
             check(out, f"{name} {dtype} {recipe}")
-            t_flush = timed_graph(name, call, args, device)
-            t_warm = timed_graph(name, call, args, device, flush=False)
-            pct = lambda t: 100 * b.numel() / (t / 1e3) / (ceilings.hbm_tbs * 1e12)  # noqa: E731
+        t_flush = abba(names, lambda name, call=call: timed_graph(name, call, args, device))
+        t_warm = abba(names, lambda name, call=call: timed_graph(name, call, args, device, flush=False))
+        pct = lambda t: 100 * weight_bytes / (t / 1e3) / (ceilings.hbm_tbs * 1e12)  # noqa: E731
+        for name in names:
+            (f_ms, f_spread), (w_ms, w_spread) = t_flush[name], t_warm[name]
             rows.append({"dtype": str(dtype).replace("torch.", ""), "recipe": recipe, "instance": name,
-                         "graph ms": t_flush, "% of copy": pct(t_flush), "no flush ms": t_warm,
-                         "no flush % of copy": pct(t_warm)})
+                         "graph ms": f_ms, "% of copy": pct(f_ms), "spread %": f_spread, "no flush ms": w_ms,
+                         "no flush % of copy": pct(w_ms), "no flush spread %": w_spread})
             report.add(op="grouped_gemm_packed", backend="cutlass", dtype=rows[-1]["dtype"], shape="DeepSeek-V3 decode",
-                       config=name, recipe=recipe, time={"median_ms": t_flush}, no_flush_ms=t_warm)
-        del a, b, sa, sb, check
+                       config=name, recipe=recipe, time={"median_ms": f_ms}, spread_pct=f_spread, no_flush_ms=w_ms)
+        del a, b, sa, sb, check, call
         torch.cuda.empty_cache()
     return rows
 
@@ -128,13 +143,18 @@ def groups(args, device, report):
                 row = {"groups x rows": f"{g} x {m}", "N": n, "K": k, "kind": f"{dtype_name} {recipe}",
                        "rule picks": ckgemm.last_dispatch().summary.split(":")[-1].split(" x")[0]}
                 check = checker(a, sa, b, sb, [m] * g, dtype, recipe, k)
-                for name in swapab_instances(dtype, recipe):
+                names = swapab_instances(dtype, recipe)
+                for name in names:
                     out.fill_(float("nan") if out_dtype.is_floating_point else -7)
                     assert name in forced(name, call)
                     check(out, f"{name} {g}x{m} N{n}")
-                    row[f"{name} us"] = 1e3 * timed_graph(name, call, args, device)
+                timed = abba(names, lambda name: timed_graph(name, call, args, device))
+                for name in names:
+                    row[f"{name} us"] = 1e3 * timed[name][0]
                     report.add(op="grouped_gemm_packed", backend="cutlass", dtype=dtype_name, recipe=recipe,
-                               config=name, shape=f"{g}x{m} N{n} K{k}", time={"median_ms": row[f"{name} us"] / 1e3})
+                               config=name, shape=f"{g}x{m} N{n} K{k}", time={"median_ms": timed[name][0]},
+                               spread_pct=timed[name][1])
+                row["max spread %"] = max(v[1] for v in timed.values())
                 rows.append(row)
     return rows
 
@@ -151,12 +171,10 @@ def main() -> int:
     parts = args.part.split(",")
     if not set(parts) <= {"decode", "groups"}:
         p.error(f"--part: decode and/or groups, got {args.part!r}")
-    rows = []
     for part in parts:
         new = decode(args, device, report, ceilings) if part == "decode" else groups(args, device, report)
         print(tabulate(new, headers="keys", floatfmt=".4g"), flush=True)
-        rows += new
-    common.finish(report, rows, args)
+    common.finish(report, [], args)  # the two tables have different columns: each was printed above
     return 0
 
 

@@ -37,8 +37,9 @@ def selected(name: str, args) -> bool:
 
 
 def finish(report, rows: list[dict], args, floatfmt: str = ".4g") -> None:
-    """The whole table, then the report files asked for."""
-    print(tabulate(rows, headers="keys", floatfmt=floatfmt))
+    """The whole table (none for no rows), then the report files asked for."""
+    if rows:
+        print(tabulate(rows, headers="keys", floatfmt=floatfmt))
     if args.json:
         report.write_json(args.json)
     if args.markdown:

@@ -52,6 +52,9 @@ def test_rotation_cycles_argument_sets():
         bench(lambda: None, graph=True, device="cpu")
     with pytest.raises(ValueError):
         bench(lambda: None, iters=0, device="cpu")
+    for bad in (-1.0, float("nan")):
+        with pytest.raises(ValueError, match="warmup_ms"):
+            bench(lambda: None, warmup_ms=bad, device="cpu")
 
 
 def test_rotating_copies_exceed_the_budget_and_keep_strides():

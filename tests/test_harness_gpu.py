@@ -109,6 +109,19 @@ def test_events_time_the_kernel_not_the_flush():
     assert res.median_ms < 0.2 * memset.median_ms, (str(res), str(memset))
 
 
+def test_warm_up_runs_for_warmup_ms_of_device_time():
+    x = torch.empty(64 << 20, dtype=torch.uint8, device=DEV)
+    x.zero_()  # load the kernel before the warm-up times its first calls
+    calls = []
+    res = bench(lambda: calls.append(x.zero_()), warmup=2, iters=5, device=DEV, flush=False, telemetry=False,
+                warmup_ms=20.0)
+    # each memset of 64 MiB takes well under 1 ms, so 20 ms of warm-up needs many more than 2 calls
+    assert res.warmup > 2 and len(calls) == res.warmup + 5, (res.warmup, len(calls))
+    assert res.warmup * res.median_ms >= 0.8 * 20.0, (res.warmup, res.median_ms)  # timed calls: warm pace
+    off = bench(lambda: x.zero_(), warmup=2, iters=5, device=DEV, flush=False, telemetry=False, warmup_ms=0)
+    assert off.warmup == 2
+
+
 def test_graph_replay_and_rotation():
     a = torch.randn(512, 512, device=DEV)
     b = torch.randn(512, 512, device=DEV)

@@ -1,7 +1,10 @@
 """Timing: per-iteration device events, warmup, cold caches outside the timed window, robust statistics,
 optional CUDA/HIP graph replay, telemetry before and after, and paired A/B runs against peers.
 
-``bench(fn)`` on a GPU, for each timed iteration::
+``bench(fn)`` on a GPU first warms up: ``warmup`` calls, then more until ``warmup_ms`` of device time has
+passed (as ``triton.testing.do_bench`` counts its warm-up in milliseconds). On the H200 a memory-bound
+kernel ran ~10% slower for its first ~7 ms of back-to-back replays (DeepSeek-V3 decode: 267 us, then
+242 us; docs/PERF.md), so a warm-up counted in calls alone timed the ramp. Then, for each timed iteration::
 
     flush buffer memset (or pick the next rotated input copy)   <- not timed
     start.record(); fn(); end.record()                          <- timed, one event pair per iteration
@@ -188,10 +191,14 @@ def capture_graph(call):
 
 
 def bench(fn, *, warmup: int = 5, iters: int = 30, rotate: list | None = None, flush: bool | None = None,
-          graph: bool = False, device=None, telemetry: bool = True, sync: bool = False) -> BenchResult:
+          graph: bool = False, device=None, telemetry: bool = True, sync: bool = False,
+          warmup_ms: float = 25.0) -> BenchResult:
     """Time ``fn`` per iteration and summarise.
 
     fn:        a callable; with ``rotate`` it is called as ``fn(*rotate[i % len(rotate)])``.
+    warmup:    untimed calls first (at least one on a GPU when ``warmup_ms`` > 0, to time the call).
+    warmup_ms: then keep calling, untimed, until this much device time has passed since the warm-up
+               began (GPU only; 0 turns it off).
     rotate:    argument tuples to cycle through (see ``rotating_copies``): cold inputs without a flush.
     flush:     memset a ``device_info.flush_bytes`` buffer before each timed iteration, outside the
                timed window. Default: on for GPUs unless ``rotate`` is given. Ignored on the CPU.
@@ -202,8 +209,8 @@ def bench(fn, *, warmup: int = 5, iters: int = 30, rotate: list | None = None, f
                window. Without it calls are queued back to back behind the flush, and host time shows
                only where it exceeds the device work already queued: kernel time, roughly.
     """
-    if iters < 1 or warmup < 0:
-        raise ValueError(f"bench: need iters >= 1 and warmup >= 0, got {iters}, {warmup}")
+    if iters < 1 or warmup < 0 or not warmup_ms >= 0:
+        raise ValueError(f"bench: need iters >= 1, warmup >= 0 and warmup_ms >= 0, got {iters}, {warmup}, {warmup_ms}")
     device = torch.device(device) if device is not None else device_info.default_device()
     arg_sets = list(rotate) if rotate else [()]
     calls = [(lambda a=a: fn(*a)) for a in arg_sets]
@@ -213,7 +220,8 @@ def bench(fn, *, warmup: int = 5, iters: int = 30, rotate: list | None = None, f
         return _bench_cpu(calls, warmup, iters)
     before = device_info.read_telemetry(device) if telemetry else None
     with torch.cuda.device(device):
-        result = _bench_gpu(calls, warmup, iters, device, flush if flush is not None else not rotate, graph, sync)
+        result = _bench_gpu(calls, warmup, iters, device, flush if flush is not None else not rotate, graph, sync,
+                            warmup_ms)
     result.telemetry_before = before
     result.telemetry_after = device_info.read_telemetry(device) if telemetry else None
     if result.throttled:
@@ -233,7 +241,32 @@ def _bench_cpu(calls, warmup: int, iters: int) -> BenchResult:
     return BenchResult(times, "perf_counter", cold, warmup, "cpu")
 
 
-def _bench_gpu(calls, warmup: int, iters: int, device, flush: bool, graph: bool, sync: bool = False) -> BenchResult:
+_MAX_WARMUP = 100_000  # calls: a bound for functions that launch (almost) no device work
+
+
+def _warm_up(runs, buffer, warmup: int, warmup_ms: float) -> int:
+    """``warmup`` calls (each after the flush, as the timed ones), then more, in batches sized from the
+    last batch's pace, until ``warmup_ms`` of device time has passed. Returns how many calls were made."""
+    made, spent, batch = 0, 0.0, max(warmup, 1) if warmup_ms > 0 else warmup
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    while batch > 0:
+        start.record()
+        for i in range(made, made + batch):
+            if buffer is not None:
+                buffer.zero_()
+            runs[i % len(runs)]()
+        end.record()
+        end.synchronize()
+        made, elapsed = made + batch, start.elapsed_time(end)
+        spent += elapsed
+        if spent >= warmup_ms or made >= _MAX_WARMUP:
+            break
+        batch = min(_MAX_WARMUP - made, max(1, math.ceil((warmup_ms - spent) / max(elapsed / batch, 1e-4))))
+    return made
+
+
+def _bench_gpu(calls, warmup: int, iters: int, device, flush: bool, graph: bool, sync: bool = False,
+               warmup_ms: float = 0.0) -> BenchResult:
     runs = calls
     if graph:
         graphs = [capture_graph(call) for call in calls]
@@ -241,10 +274,7 @@ def _bench_gpu(calls, warmup: int, iters: int, device, flush: bool, graph: bool,
     buffer = None
     if flush:
         buffer = torch.empty(device_info.flush_bytes(device) // 4, dtype=torch.int32, device=device)
-    for i in range(warmup):
-        if buffer is not None:
-            buffer.zero_()
-        runs[i % len(runs)]()
+    warmup = _warm_up(runs, buffer, warmup, warmup_ms)
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
     torch.cuda.synchronize(device)
