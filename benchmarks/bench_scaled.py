@@ -3,7 +3,8 @@
 128x128 weights) against DeepGEMM's m_grouped_fp8_gemm_nt_contiguous (sgl-deep-gemm, timed on its own
 128-row-aligned layout, FLOPs counted over real rows only), row scales against torch._scaled_grouped_mm,
 tensor scales alone. Every output is checked against the harness reference with the same quantization
-before it is timed. End to end (device idle at the start) and CUDA-graph replay.
+before it is timed. End to end (device idle at the start) and CUDA-graph replay, each timed beside its peer
+in A B B A order (two rounds of --iters calls, pooled).
 
     python benchmarks/bench_scaled.py --json scaled.json --markdown scaled.md
 """
@@ -15,7 +16,7 @@ import torch
 from tabulate import tabulate
 
 import ckgemm
-from ckgemm.testing import Report, bench, calc_diff, device_info, gpu_verify, grouped_gemm_reference_packed
+from ckgemm.testing import Report, bench, calc_diff, device_info, gpu_verify, grouped_gemm_reference_packed, paired_ab
 from ckgemm.testing import measure_ceilings, quant, shapes
 from ckgemm.testing.numeric import scaled_max_diff, scaled_tolerance
 
@@ -112,29 +113,31 @@ def run(name, recipe, dtype, args, device, report, ceilings):
     ref = grouped_gemm_reference_packed((a, sa), (b, sb), sizes)
     verify(out, ref, dtype, k, f"{name} {recipe}")
     config = ckgemm.last_dispatch().summary
-    timed = dict(warmup=args.warmup, iters=args.iters, device=device)
-    e2e = bench(call, sync=True, **timed).median_ms
-    graph = bench(call, graph=True, **timed).median_ms
-    peers, notes = {}, []
-    peer_fns = []
-    if recipe == "block" and dtype != torch.int8:
-        found, why = deepgemm_peer(a, sa, b, sb, sizes, torch.bfloat16)
-        peer_fns.append(("DeepGEMM", found, why))
-    if recipe == "row" and dtype != torch.int8:
-        found, why = scaled_grouped_mm_peer(a, sa, b, sb, sizes)
-        peer_fns.append(("_scaled_grouped_mm", found, why))
-    for peer_name, found, why in peer_fns:
+    notes, peer, peer_name = [], None, None
+    if dtype != torch.int8 and recipe in ("block", "row"):
+        peer_name = "DeepGEMM" if recipe == "block" else "_scaled_grouped_mm"
+        found, why = (deepgemm_peer(a, sa, b, sb, sizes, torch.bfloat16) if recipe == "block" else
+                      scaled_grouped_mm_peer(a, sa, b, sb, sizes))
         if found is None:
             notes.append(why)
-            continue
-        fn, result = found
-        verify(result(), ref, dtype, k, f"{peer_name} {name}")  # the peer computes the same function
-        try:
-            graph_ms = bench(fn, graph=True, **timed).median_ms
-        except Exception as exc:  # noqa: BLE001 - a peer that cannot be captured is timed eagerly only
-            notes.append(f"{peer_name} graph: {str(exc).splitlines()[0][:60]}")
-            graph_ms = float("nan")
-        peers[peer_name] = (bench(fn, sync=True, **timed).median_ms, graph_ms)
+        else:
+            peer, result = found
+            verify(result(), ref, dtype, k, f"{peer_name} {name}")  # the peer computes the same function
+    timed = dict(warmup=args.warmup, iters=args.iters, device=device)
+
+    def times(mode):
+        """(ours ms, the peer's ms): in A B B A order beside the peer, so drift in clocks and temperature
+        hits both alike; ours alone where there is no peer or it cannot run in this mode."""
+        if peer is not None:
+            try:
+                pair = paired_ab(call, peer, rounds=2, **mode, **timed)
+                return pair.a.median_ms, pair.b.median_ms
+            except Exception as exc:  # noqa: BLE001 - a peer that cannot be captured is timed eagerly only
+                notes.append(f"{peer_name} {'graph' if mode.get('graph') else 'e2e'}: {str(exc).splitlines()[0][:60]}")
+        return bench(call, **mode, **timed).median_ms, float("nan")
+
+    (e2e, peer_e2e), (graph, peer_graph) = times(dict(sync=True)), times(dict(graph=True))
+    peers = {peer_name: (peer_e2e, peer_graph)} if peer is not None else {}
     flops = case.flops
     weight_bytes = b.numel() * b.element_size()
     row = {"case": name, "recipe": recipe, "dtype": str(dtype).replace("torch.", ""), "config": config,

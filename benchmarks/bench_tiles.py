@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Per-shape tiles for 16-bit inputs: every compute-bound CUTLASS instance of the kind (forced with
-CKGEMM_CONFIG) on the prefill-sized cases, twice in A B B A order so the run-to-run spread shows, beside
-the torch peers (a torch.matmul loop; torch._grouped_mm for bf16), all under CUDA-graph replay. Its table
+CKGEMM_CONFIG) on the prefill-sized cases and the torch peers (a torch.matmul loop; torch._grouped_mm for
+bf16), all in one sequence timed twice, forwards then backwards, so the run-to-run spread shows and drift in
+clocks and temperature hits ours and the peers alike; all under CUDA-graph replay. Its table
 is what csrc/cuda/rules.cpp's selection rule is derived from (docs/PERF.md).
 
     python benchmarks/bench_tiles.py --json tiles.json --markdown tiles.md
@@ -55,33 +56,46 @@ def run(name, dtype_name, args, device, report):
     default = ckgemm.last_dispatch().summary
     reference = out.clone()
     order = candidates(dtype)
-    times = {i["name"]: [] for i in order}
-    for rep in range(2):
-        for info in (order if rep == 0 else list(reversed(order))):
-            os.environ["CKGEMM_CONFIG"] = info["name"]
-            ckgemm.grouped_gemm_packed(a, b, gs, out=out)
-            ran = ckgemm.last_dispatch().paths[0]
-            assert ran.endswith(info["name"]), (ran, info["name"])
-            torch.testing.assert_close(out.float(), reference.float(), rtol=2e-2, atol=2e-2 * reference.abs().max().item())
-            times[info["name"]].append(bench(lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out), **timed).median_ms)
+    for info in order:  # each forced instance computes the default's result
+        os.environ["CKGEMM_CONFIG"] = info["name"]
+        out.fill_(float("nan"))
+        ckgemm.grouped_gemm_packed(a, b, gs, out=out)
+        ran = ckgemm.last_dispatch().paths[0]
+        assert ran.endswith(info["name"]), (ran, info["name"])
+        torch.testing.assert_close(out.float(), reference.float(), rtol=2e-2, atol=2e-2 * reference.abs().max().item())
     os.environ.pop("CKGEMM_CONFIG", None)
     bt = b.transpose(-1, -2)
     peers = {p.name: p.fn for p in find_peers(list(a.split(list(case.ms))), list(bt), (a, bt, case.ms))
              if p.fn is not None and p.capturable}  # timed in graph replay, which a host sync cannot join
-    peer_ms = {p: bench(fn, **timed).median_ms for p, fn in peers.items()}
+    # ours and the peers in one A B ... B A sequence, so drift in clocks and temperature hits all alike
+    entries = [(i["name"], i["name"]) for i in order] + [(f"peer: {p}", None) for p in peers]
+    times = {label: [] for label, _ in entries}
+    for rep in range(2):
+        for label, forced in (entries if rep == 0 else list(reversed(entries))):
+            if forced is not None:
+                os.environ["CKGEMM_CONFIG"] = forced  # read at capture: the graph keeps the forced instance
+                fn = lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out)  # noqa: E731
+            else:
+                fn = peers[label[len("peer: "):]]
+            try:
+                times[label].append(bench(fn, **timed).median_ms)
+            finally:
+                os.environ.pop("CKGEMM_CONFIG", None)
+    peer_ms = {label: sum(t) / 2 for label, t in times.items() if label.startswith("peer: ")}
     best = min(peer_ms.values())
     rows = []
-    for inst, (t1, t2) in times.items():
+    for label, (t1, t2) in times.items():
         median = (t1 + t2) / 2
-        rows.append({"case": name, "dtype": dtype_name, "instance": inst, "run 1 ms": t1, "run 2 ms": t2,
-                     "spread %": 100 * abs(t1 - t2) / median, "TFLOP/s": case.flops / median / 1e9,
-                     "vs best peer": best / median, "default": inst in default})
-        report.add(op="grouped_gemm_packed", backend="cutlass", dtype=dtype_name, shape=name, config=inst,
+        row = {"case": name, "dtype": dtype_name, "instance": label, "run 1 ms": t1, "run 2 ms": t2,
+               "spread %": 100 * abs(t1 - t2) / median, "TFLOP/s": case.flops / median / 1e9}
+        if label.startswith("peer: "):
+            rows.append(row)
+            report.add(op=label[len("peer: "):], backend="torch", dtype=dtype_name, shape=name,
+                       time={"median_ms": median}, flops=case.flops, runs_ms=[t1, t2])
+            continue
+        rows.append({**row, "vs best peer": best / median, "default": label in default})
+        report.add(op="grouped_gemm_packed", backend="cutlass", dtype=dtype_name, shape=name, config=label,
                    time={"median_ms": median}, flops=case.flops, runs_ms=[t1, t2])
-    for p, t in peer_ms.items():
-        rows.append({"case": name, "dtype": dtype_name, "instance": f"peer: {p}", "run 1 ms": t,
-                     "TFLOP/s": case.flops / t / 1e9})
-        report.add(op=p, backend="torch", dtype=dtype_name, shape=name, time={"median_ms": t}, flops=case.flops)
     return rows
 
 
