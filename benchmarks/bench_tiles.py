@@ -1,9 +1,10 @@
 #!/usr/bin/env python
-"""Per-shape tiles for 16-bit inputs: every compute-bound CUTLASS instance of the kind (forced with
-CKGEMM_CONFIG) on the prefill-sized cases and the torch peers (a torch.matmul loop; torch._grouped_mm for
-bf16), all in one sequence timed twice, forwards then backwards, so the run-to-run spread shows and drift in
-clocks and temperature hits ours and the peers alike; all under CUDA-graph replay. Its table
-is what csrc/cuda/rules.cpp's selection rule is derived from (docs/PERF.md).
+"""Per-shape tiles: every compute-bound CUTLASS instance of a kind (forced with CKGEMM_CONFIG) on the
+prefill-sized cases, 16-bit by default and unscaled fp8 (fp32 out) with --dtype fp8, beside the torch peers
+(a torch.matmul loop and torch._grouped_mm for bf16; the _scaled_mm loop for fp8), all in one sequence timed
+twice, forwards then backwards, so the run-to-run spread shows and drift in clocks and temperature hits ours
+and the peers alike; all under CUDA-graph replay. Its table is what csrc/cuda/rules.cpp's selection rule is
+derived from (docs/PERF.md).
 
     python benchmarks/bench_tiles.py --json tiles.json --markdown tiles.md
 """
@@ -31,11 +32,11 @@ CASES = {  # name: (experts, tokens, N, K)
     "128 experts": (128, 32768, 1536, 2048),
     "gpt-oss": (32, 16384, 5760, 2880),
 }
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.float8_e4m3fn}  # fp8: unscaled, fp32 out
 
 
 def candidates(dtype):
-    code = {torch.float16: 0, torch.bfloat16: 1}[dtype]
+    code = {torch.float16: 0, torch.bfloat16: 1, torch.float8_e4m3fn: 2}[dtype]
     return [i for i in _C.instances() if i["dtype"] == code and i["layout"] == 0 and i["scaling"] == 0
             and i["tile"][0] >= 128]
 
@@ -49,7 +50,7 @@ def run(name, dtype_name, args, device, report):
     a = random_tensor((tokens, k), dtype, gen, device)
     b = random_tensor((experts, n, k), dtype, gen, device)
     gs = torch.tensor(case.ms, dtype=torch.int32, device=device)
-    out = torch.empty((tokens, n), dtype=dtype, device=device)
+    out = torch.empty((tokens, n), dtype=ckgemm.rule_for(dtype).output, device=device)
     timed = dict(warmup=args.warmup, iters=args.iters, device=device, graph=True, telemetry=False)
     os.environ.pop("CKGEMM_CONFIG", None)
     ckgemm.grouped_gemm_packed(a, b, gs, out=out)
@@ -101,12 +102,15 @@ def run(name, dtype_name, args, device, report):
 
 def main() -> int:
     p = common.parser(__doc__, iters=10, warmup=2)
-    p.add_argument("--dtype", default="bf16,fp16")
+    p.add_argument("--dtype", default="bf16,fp16", help="bf16, fp16 and/or fp8 (default bf16,fp16)")
     args = p.parse_args()
     device = common.gpu_device(needs_native=True)
     if device is None:
         return 2
-    report = Report("16-bit tiles", meta=device_info.environment(device))
+    unknown = set(args.dtype.split(",")) - set(DTYPES)
+    if unknown:
+        p.error(f"--dtype: unknown {sorted(unknown)}; choose from {', '.join(DTYPES)}")
+    report = Report("per-shape tiles", meta=device_info.environment(device))
     rows = []
     for name in CASES:
         if not common.selected(name, args):
