@@ -87,12 +87,21 @@ def instance_sources(dtypes: set[str]) -> list[str]:
     return [str((CUDA_DIR / "instances" / f"{k}.cu").relative_to(ROOT)) for k in keys]
 
 
+def dtype_macros(dtypes: set[str]) -> list[str]:
+    """The CKGEMM_WITH_<DTYPE> flags that filter instances.inc. Every translation unit that includes it gets
+    them (the C++ rules.cpp as well as the CUDA runner): the rules' instance ids must be the runner's."""
+    return [f"-DCKGEMM_WITH_{macro}={int(name in dtypes)}" for name, macro in DTYPE_MACROS.items()]
+
+
+def cxx_flags(dtypes: set[str]) -> list[str]:
+    return ["-O3"] + dtype_macros(dtypes)
+
+
 def nvcc_flags(dtypes: set[str]) -> list[str]:
     flags = ["-O3", "-DNDEBUG", "--expt-relaxed-constexpr",  # torch picks the C++ standard its headers need
              "-gencode=arch=compute_90a,code=sm_90a",  # wgmma/TMA need sm_90a; names "arch": torch adds none
              "-DCUTLASS_DEBUG_TRACE_LEVEL=0"]
-    flags += [f"-DCKGEMM_WITH_{macro}={int(name in dtypes)}" for name, macro in DTYPE_MACROS.items()]
-    return flags
+    return flags + dtype_macros(dtypes)
 
 
 def default_max_jobs() -> int:
@@ -125,6 +134,6 @@ def extension(mode: str):
         name="ckgemm._C",
         sources=sources,
         include_dirs=[str(ROOT / "csrc"), str(GENERATED)] + include_dirs,
-        extra_compile_args={"cxx": ["-O3"], "nvcc": nvcc_flags(dtypes)},
+        extra_compile_args={"cxx": cxx_flags(dtypes), "nvcc": nvcc_flags(dtypes)},
     )
     return [ext], {"build_ext": BuildExtension.with_options(use_ninja=True)}

@@ -41,17 +41,21 @@ class Desc(ctypes.Structure):
                                                                               ("sb", ctypes.c_void_p)]
 
 
-@pytest.fixture(scope="module")
-def probe(tmp_path_factory):
+def _build_probe(directory: Path, flags: tuple[str, ...] = ()):
     cxx = shutil.which("g++") or shutil.which("c++")
     if cxx is None:
         pytest.skip("no g++ to build tests/cpp/native_probe.cpp")
-    lib = tmp_path_factory.mktemp("probe") / "native_probe.so"
-    cmd = [cxx, "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", f"-I{ROOT / 'csrc'}",
+    lib = directory / "native_probe.so"
+    cmd = [cxx, "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", f"-I{ROOT / 'csrc'}", *flags,
            str(ROOT / "tests/cpp/native_probe.cpp"), str(ROOT / "csrc/cuda/rules.cpp"), "-o", str(lib)]
     build = subprocess.run(cmd, capture_output=True, text=True)
     assert build.returncode == 0, f"{' '.join(cmd)}\n{build.stderr}"
-    so = ctypes.CDLL(str(lib))
+    return ctypes.CDLL(str(lib))
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory):
+    so = _build_probe(tmp_path_factory.mktemp("probe"))
     for name in ("probe_instance_name", "probe_instance_rejects", "probe_kind_rejects"):
         getattr(so, name).restype = ctypes.c_char_p
     assert so.probe_sizeof_meta() == ctypes.sizeof(Meta) and so.probe_sizeof_desc() == ctypes.sizeof(Desc)
@@ -343,3 +347,27 @@ def test_every_route_lands_on_an_instance_that_accepts_it(probe):
                       _addr(7 << 28) if stage else _addr((2 << 28) + c_off), m, np_, kp, kp if copy_a else k, ldb,
                       np_ if stage else n, _addr(3 << 28) if scaling else None, _addr(4 << 28) if scaling else None)
         assert probe.probe_instance_rejects(routes.instance(code), ctypes.byref(routed)) == b"", (dtype, layout, m, n, k)
+
+
+def test_a_dtype_filtered_build_numbers_its_instances_as_the_runner_does(tmp_path):
+    """CKGEMM_DTYPES=bf16: rules.cpp, compiled with the flags the build gives C++ sources, must list exactly
+    the instances the CUDA runner's table holds (instances.inc under the same CKGEMM_WITH_* macros), in the
+    same order: a route code carries an instance id, and the runner indexes its table with it. (Before the
+    build passed the macros to C++ sources, the rules kept all instances and a filtered build launched the
+    wrong kernel.)"""
+    import sys
+    sys.path.insert(0, str(ROOT))
+    from build_support import cuda
+
+    for chosen in ({"bf16"}, {"fp8", "int8"}):
+        directory = tmp_path / "_".join(sorted(chosen))  # one path per build: dlopen caches by path
+        directory.mkdir()
+        so = _build_probe(directory, tuple(f for f in cuda.cxx_flags(chosen) if f.startswith("-D")))
+        rows = [r for r in cuda.instance_table() if cuda._ABI_TO_FILTER[r["dtype"]] in chosen]
+        assert len(rows) == len(cuda.instance_sources(chosen)) > 0
+        assert so.probe_instance_count() == len(rows), (chosen, so.probe_instance_count(), len(rows))
+        for i, row in enumerate(rows):
+            fields = (ctypes.c_int * 10)()
+            so.probe_instance_kind(i, fields)
+            assert "x".join(str(v) for v in fields[4:7]) == row["tile"], (chosen, i, row)
+
