@@ -3,8 +3,8 @@
 128x128 weights) against DeepGEMM's m_grouped_fp8_gemm_nt_contiguous (sgl-deep-gemm, timed on its own
 128-row-aligned layout, FLOPs counted over real rows only), row scales against torch._scaled_grouped_mm,
 tensor scales alone. Every output is checked against the harness reference with the same quantization
-before it is timed. End to end (device idle at the start) and CUDA-graph replay, each timed beside its peer
-in A B B A order (two rounds of --iters calls, pooled).
+before it is timed. End to end (device idle at the start) and CUDA-graph replay; where the recipe has a peer,
+ours and the peer are timed in A B B A order (two rounds of --iters calls, pooled), else ours alone.
 
     python benchmarks/bench_scaled.py --json scaled.json --markdown scaled.md
 """
@@ -18,6 +18,7 @@ from tabulate import tabulate
 import ckgemm
 from ckgemm.testing import Report, bench, calc_diff, device_info, gpu_verify, grouped_gemm_reference_packed, paired_ab
 from ckgemm.testing import measure_ceilings, quant, shapes
+from ckgemm.testing.bench import capture_graph
 from ckgemm.testing.numeric import scaled_max_diff, scaled_tolerance
 
 import common  # benchmarks/common.py: this script's folder is on sys.path
@@ -127,14 +128,17 @@ def run(name, recipe, dtype, args, device, report, ceilings):
 
     def times(mode):
         """(ours ms, the peer's ms): in A B B A order beside the peer, so drift in clocks and temperature
-        hits both alike; ours alone where there is no peer or it cannot run in this mode."""
-        if peer is not None:
+        hits both alike; ours alone where there is no peer or the peer cannot be captured in a graph."""
+        if peer is not None and mode.get("graph"):
             try:
-                pair = paired_ab(call, peer, rounds=2, **mode, **timed)
-                return pair.a.median_ms, pair.b.median_ms
+                capture_graph(peer)
             except Exception as exc:  # noqa: BLE001 - a peer that cannot be captured is timed eagerly only
-                notes.append(f"{peer_name} {'graph' if mode.get('graph') else 'e2e'}: {str(exc).splitlines()[0][:60]}")
-        return bench(call, **mode, **timed).median_ms, float("nan")
+                notes.append(f"{peer_name} graph: {str(exc).splitlines()[0][:60]}")
+                return bench(call, **mode, **timed).median_ms, float("nan")
+        if peer is None:
+            return bench(call, **mode, **timed).median_ms, float("nan")
+        pair = paired_ab(call, peer, rounds=2, **mode, **timed)
+        return pair.a.median_ms, pair.b.median_ms
 
     (e2e, peer_e2e), (graph, peer_graph) = times(dict(sync=True)), times(dict(graph=True))
     peers = {peer_name: (peer_e2e, peer_graph)} if peer is not None else {}

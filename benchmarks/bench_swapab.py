@@ -26,6 +26,7 @@ from tabulate import tabulate
 import ckgemm
 from ckgemm.backends.native import _C
 from ckgemm.testing import Report, bench, device_info, grouped_gemm_reference_packed, measure_ceilings, quant, shapes
+from ckgemm.testing import there_and_back
 
 import common  # benchmarks/common.py: this script's folder is on sys.path
 from bench_grouped_gemm import _verify as verify_unscaled
@@ -69,15 +70,6 @@ def timed_graph(name, call, args, device, flush=None):
         os.environ.pop("CKGEMM_CONFIG", None)
 
 
-def abba(names, time_one):
-    """{name: (mean ms, spread %)} over two runs of each name in A B B A order, so that a drift in the device's
-    state between the first and the last timing hits every instance alike."""
-    runs = {name: [] for name in names}
-    for name in list(names) + list(reversed(names)):
-        runs[name].append(time_one(name))
-    return {name: (sum(t) / 2, 100 * abs(t[0] - t[1]) / (sum(t) / 2)) for name, t in runs.items()}
-
-
 def checker(a, sa, b, sb, sizes, dtype, recipe, k):
     """A check of one call's outputs, its reference computed once: int8 exact; fp8 unscaled against the
     reference; scaled against the reference with the same quantization."""
@@ -110,11 +102,11 @@ def decode(args, device, report, ceilings):
             ran = forced(name, call)
             assert name in ran, (name, ran)
             check(out, f"{name} {dtype} {recipe}")
-        t_flush = abba(names, lambda name, call=call: timed_graph(name, call, args, device))
-        t_warm = abba(names, lambda name, call=call: timed_graph(name, call, args, device, flush=False))
+        t_flush = there_and_back(names, lambda name, call=call: timed_graph(name, call, args, device))
+        t_warm = there_and_back(names, lambda name, call=call: timed_graph(name, call, args, device, flush=False))
         pct = lambda t: 100 * weight_bytes / (t / 1e3) / (ceilings.hbm_tbs * 1e12)  # noqa: E731
         for name in names:
-            (f_ms, f_spread), (w_ms, w_spread) = t_flush[name], t_warm[name]
+            (f_ms, f_spread, _), (w_ms, w_spread, _) = t_flush[name], t_warm[name]
             rows.append({"dtype": str(dtype).replace("torch.", ""), "recipe": recipe, "instance": name,
                          "graph ms": f_ms, "% of copy": pct(f_ms), "spread %": f_spread, "no flush ms": w_ms,
                          "no flush % of copy": pct(w_ms), "no flush spread %": w_spread})
@@ -148,13 +140,13 @@ def groups(args, device, report):
                     out.fill_(float("nan") if out_dtype.is_floating_point else -7)
                     assert name in forced(name, call)
                     check(out, f"{name} {g}x{m} N{n}")
-                timed = abba(names, lambda name: timed_graph(name, call, args, device))
+                timed = there_and_back(names, lambda name: timed_graph(name, call, args, device))
                 for name in names:
                     row[f"{name} us"] = 1e3 * timed[name][0]
                     report.add(op="grouped_gemm_packed", backend="cutlass", dtype=dtype_name, recipe=recipe,
                                config=name, shape=f"{g}x{m} N{n} K{k}", time={"median_ms": timed[name][0]},
                                spread_pct=timed[name][1])
-                row["max spread %"] = max(v[1] for v in timed.values())
+                row["max spread %"] = max((v[1] for v in timed.values()), default=float("nan"))
                 rows.append(row)
     return rows
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Per-shape tiles: every compute-bound CUTLASS instance of a kind (forced with CKGEMM_CONFIG) on the
 prefill-sized cases, 16-bit by default and unscaled fp8 (fp32 out) with --dtype fp8, beside the torch peers
-(a torch.matmul loop and torch._grouped_mm for bf16; the _scaled_mm loop for fp8), all in one sequence timed
+(a torch.matmul loop and torch._grouped_mm for bf16; for fp8 the _scaled_mm loop and torch._scaled_grouped_mm
+with unit row scales, which writes bf16 where ours writes fp32), all in one sequence timed
 twice, forwards then backwards, so the run-to-run spread shows and drift in clocks and temperature hits ours
 and the peers alike; all under CUDA-graph replay. Its table is what csrc/cuda/rules.cpp's selection rule is
 derived from (docs/PERF.md).
@@ -18,7 +19,7 @@ from tabulate import tabulate
 
 import ckgemm
 from ckgemm.backends.native import _C
-from ckgemm.testing import Report, bench, device_info, shapes
+from ckgemm.testing import Report, bench, device_info, shapes, there_and_back
 from ckgemm.testing.data import random_tensor
 from ckgemm.testing.peers import peers as find_peers
 
@@ -59,31 +60,33 @@ def run(name, dtype_name, args, device, report):
     order = candidates(dtype)
     for info in order:  # each forced instance computes the default's result
         os.environ["CKGEMM_CONFIG"] = info["name"]
-        out.fill_(float("nan"))
-        ckgemm.grouped_gemm_packed(a, b, gs, out=out)
+        try:
+            out.fill_(float("nan"))
+            ckgemm.grouped_gemm_packed(a, b, gs, out=out)
+        finally:
+            os.environ.pop("CKGEMM_CONFIG", None)
         ran = ckgemm.last_dispatch().paths[0]
         assert ran.endswith(info["name"]), (ran, info["name"])
         torch.testing.assert_close(out.float(), reference.float(), rtol=2e-2, atol=2e-2 * reference.abs().max().item())
-    os.environ.pop("CKGEMM_CONFIG", None)
     bt = b.transpose(-1, -2)
     peers = {p.name: p.fn for p in find_peers(list(a.split(list(case.ms))), list(bt), (a, bt, case.ms))
              if p.fn is not None and p.capturable}  # timed in graph replay, which a host sync cannot join
     # ours and the peers in one A B ... B A sequence, so drift in clocks and temperature hits all alike
-    entries = [(i["name"], i["name"]) for i in order] + [(f"peer: {p}", None) for p in peers]
-    times = {label: [] for label, _ in entries}
-    for rep in range(2):
-        for label, forced in (entries if rep == 0 else list(reversed(entries))):
-            if forced is not None:
-                os.environ["CKGEMM_CONFIG"] = forced  # read at capture: the graph keeps the forced instance
-                fn = lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out)  # noqa: E731
-            else:
-                fn = peers[label[len("peer: "):]]
-            try:
-                times[label].append(bench(fn, **timed).median_ms)
-            finally:
-                os.environ.pop("CKGEMM_CONFIG", None)
+    labels = [i["name"] for i in order] + [f"peer: {p}" for p in peers]
+
+    def time_one(label):
+        peer = label.startswith("peer: ")
+        if not peer:
+            os.environ["CKGEMM_CONFIG"] = label  # read at capture: the graph keeps the forced instance
+        try:
+            fn = peers[label[len("peer: "):]] if peer else (lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out))
+            return bench(fn, **timed).median_ms
+        finally:
+            os.environ.pop("CKGEMM_CONFIG", None)
+
+    times = {label: runs for label, (_, _, runs) in there_and_back(labels, time_one).items()}
     peer_ms = {label: sum(t) / 2 for label, t in times.items() if label.startswith("peer: ")}
-    best = min(peer_ms.values())
+    best = min(peer_ms.values(), default=float("nan"))  # nan: no peer could be captured
     rows = []
     for label, (t1, t2) in times.items():
         median = (t1 + t2) / 2

@@ -52,7 +52,7 @@ def test_rotation_cycles_argument_sets():
         bench(lambda: None, graph=True, device="cpu")
     with pytest.raises(ValueError):
         bench(lambda: None, iters=0, device="cpu")
-    for bad in (-1.0, float("nan")):
+    for bad in (-1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="warmup_ms"):
             bench(lambda: None, warmup_ms=bad, device="cpu")
 
@@ -123,3 +123,24 @@ def test_results_are_usable_as_their_median_in_ms():
         hash(slow)
     measured = bench(_sleeper(1.0), warmup=0, iters=3, device="cpu")
     assert 1.0 <= float(measured) == measured.median_ms < 50.0
+
+
+def test_warm_up_batches_fill_the_remaining_time_at_the_last_pace():
+    from ckgemm.testing.bench import _MAX_WARMUP, _next_batch
+
+    assert _next_batch(20.0, 1.0, 5, 5) == 100  # 0.2 ms a call: 100 more calls fill 20 ms
+    assert _next_batch(0.05, 1.0, 5, 5) == 1  # a little left: at least one call
+    assert _next_batch(0.0, 1.0, 5, 5) == 0 and _next_batch(-3.0, 1.0, 5, 5) == 0  # done
+    assert _next_batch(25.0, 0.0, 5, 5) == _MAX_WARMUP - 5  # no device time measured: bounded
+    assert _next_batch(25.0, 1.0, 5, _MAX_WARMUP) == 0
+
+
+def test_there_and_back_times_forwards_then_backwards():
+    from ckgemm.testing import there_and_back
+
+    order, clock = [], iter([1.0, 2.0, 3.0, 5.0, 4.0, 3.0])
+    got = there_and_back(["a", "b", "c"], lambda label: order.append(label) or next(clock))
+    assert order == ["a", "b", "c", "c", "b", "a"]
+    assert got["a"] == (2.0, 100.0, [1.0, 3.0]) and got["c"] == (4.0, 50.0, [3.0, 5.0])
+    assert got["b"][0] == 3.0 and abs(got["b"][1] - 200 / 3) < 1e-9
+

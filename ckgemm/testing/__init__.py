@@ -22,7 +22,7 @@ modules as ``from ckgemm.testing.bench import ...`` when you need their other na
 """
 from . import baseline, data, device_info, quant, roofline, shapes
 from .baseline import compare, load_baseline, save_baseline
-from .bench import BenchResult, PairedResult, bench, paired_ab, rotating_copies
+from .bench import BenchResult, PairedResult, bench, paired_ab, rotating_copies, there_and_back
 from .check import CheckReport, check, group_tolerance
 from .data import group_inputs, packed_inputs, poisoned, random_tensor
 from .kineto import Breakdown, breakdown
@@ -53,7 +53,7 @@ __all__ = [
     "VerifyStats", "baseline", "bench", "breakdown", "calc_diff", "cast_for", "cast_to_fp4", "cast_to_fp8", "cast_to_int8",
     "ceil_to_ue8m0", "check", "compare", "data", "dequant", "device_info", "error_stats", "gemm_reference",
     "gpu_verify", "group_inputs", "group_tolerance", "grouped_gemm_reference", "grouped_gemm_reference_packed",
-    "load_baseline", "measure_ceilings", "mismatch_mask", "packed_inputs", "paired_ab", "peak_for_device",
+    "load_baseline", "measure_ceilings", "mismatch_mask", "packed_inputs", "paired_ab", "there_and_back", "peak_for_device",
     "per_block_cast_to_fp8", "per_channel_cast_to_fp8", "per_row_cast_to_fp8", "per_tensor_cast_to_fp8",
     "per_token_cast_to_fp8", "plot_roofline", "poisoned",
     "quant", "random_tensor", "roofline", "rotating_copies", "save_baseline", "shapes", "tolerance",

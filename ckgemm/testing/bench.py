@@ -197,8 +197,8 @@ def bench(fn, *, warmup: int = 5, iters: int = 30, rotate: list | None = None, f
 
     fn:        a callable; with ``rotate`` it is called as ``fn(*rotate[i % len(rotate)])``.
     warmup:    untimed calls first (at least one on a GPU when ``warmup_ms`` > 0, to time the call).
-    warmup_ms: then keep calling, untimed, until this much device time has passed since the warm-up
-               began (GPU only; 0 turns it off).
+    warmup_ms: then keep calling, untimed, until the calls after those have taken this much stream time
+               (flushes included; GPU only; 0 turns it off).
     rotate:    argument tuples to cycle through (see ``rotating_copies``): cold inputs without a flush.
     flush:     memset a ``device_info.flush_bytes`` buffer before each timed iteration, outside the
                timed window. Default: on for GPUs unless ``rotate`` is given. Ignored on the CPU.
@@ -209,7 +209,7 @@ def bench(fn, *, warmup: int = 5, iters: int = 30, rotate: list | None = None, f
                window. Without it calls are queued back to back behind the flush, and host time shows
                only where it exceeds the device work already queued: kernel time, roughly.
     """
-    if iters < 1 or warmup < 0 or not warmup_ms >= 0:
+    if iters < 1 or warmup < 0 or not 0 <= warmup_ms < math.inf:
         raise ValueError(f"bench: need iters >= 1, warmup >= 0 and warmup_ms >= 0, got {iters}, {warmup}, {warmup_ms}")
     device = torch.device(device) if device is not None else device_info.default_device()
     arg_sets = list(rotate) if rotate else [()]
@@ -244,24 +244,42 @@ def _bench_cpu(calls, warmup: int, iters: int) -> BenchResult:
 _MAX_WARMUP = 100_000  # calls: a bound for functions that launch (almost) no device work
 
 
+def _next_batch(remaining_ms: float, last_ms: float, last_batch: int, made: int) -> int:
+    """How many more warm-up calls fill ``remaining_ms`` at the pace of the last batch (``last_batch`` calls
+    in ``last_ms``), within the ``_MAX_WARMUP`` bound on ``made + batch``; 0 when nothing remains."""
+    if remaining_ms <= 0 or made >= _MAX_WARMUP:
+        return 0
+    pace = max(last_ms / max(last_batch, 1), 1e-4)
+    return min(_MAX_WARMUP - made, max(1, math.ceil(remaining_ms / pace)))
+
+
 def _warm_up(runs, buffer, warmup: int, warmup_ms: float) -> int:
-    """``warmup`` calls (each after the flush, as the timed ones), then more, in batches sized from the
-    last batch's pace, until ``warmup_ms`` of device time has passed. Returns how many calls were made."""
-    made, spent, batch = 0, 0.0, max(warmup, 1) if warmup_ms > 0 else warmup
+    """``warmup`` calls (at least one when ``warmup_ms`` > 0; each after the flush, as the timed ones),
+    untimed, then batches timed on the stream (flush memsets included) and sized from the last batch's pace,
+    until they add up to ``warmup_ms``. The first calls are left out of the count, so a first call that
+    compiles, autotunes or allocates on the host does not stand in for device time. Returns the calls made."""
+    def step(i):
+        if buffer is not None:
+            buffer.zero_()
+        runs[i % len(runs)]()
+
+    made = max(warmup, 1) if warmup_ms > 0 else warmup
+    for i in range(made):
+        step(i)
+    if warmup_ms <= 0:
+        return made
+    torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    spent, batch = 0.0, min(made, _MAX_WARMUP)
     while batch > 0:
         start.record()
         for i in range(made, made + batch):
-            if buffer is not None:
-                buffer.zero_()
-            runs[i % len(runs)]()
+            step(i)
         end.record()
         end.synchronize()
-        made, elapsed = made + batch, start.elapsed_time(end)
-        spent += elapsed
-        if spent >= warmup_ms or made >= _MAX_WARMUP:
-            break
-        batch = min(_MAX_WARMUP - made, max(1, math.ceil((warmup_ms - spent) / max(elapsed / batch, 1e-4))))
+        elapsed = start.elapsed_time(end)
+        made, spent = made + batch, spent + elapsed
+        batch = _next_batch(warmup_ms - spent, elapsed, batch, made)
     return made
 
 
@@ -298,6 +316,17 @@ def _bench_gpu(calls, warmup: int, iters: int, device, flush: bool, graph: bool,
     method = "cuda-graph" if graph else ("cuda-events, synced" if sync else "cuda-events")
     return BenchResult(times, method, ", ".join(parts) or "warm", warmup,
                        device_info.device_name(device))
+
+
+def there_and_back(labels, time_one) -> dict:
+    """Time each of several variants twice, in the order A B ... B A (``time_one(label)`` returns one
+    timing in ms), so that drift in clocks and temperature over the sequence hits every variant alike, as
+    ``paired_ab`` does for two. Returns ``{label: (mean ms, spread %, [run 1, run 2])}``, the spread being
+    the two runs' difference as a share of their mean."""
+    runs = {label: [] for label in labels}
+    for label in list(labels) + list(reversed(labels)):
+        runs[label].append(float(time_one(label)))
+    return {label: (sum(t) / 2, 100 * abs(t[0] - t[1]) / (sum(t) / 2), t) for label, t in runs.items()}
 
 
 @dataclass
