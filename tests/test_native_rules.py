@@ -272,6 +272,8 @@ def test_routes_use_the_instance_table(probe):
         got = [tile_m(m) for m in (1, 16, 32, 33, 64, 65, 4096)]
         assert [tm for _, tm in got] == [32, 32, 32, 64, 64, 128, 128], (eight_bit, out, got)
         assert [name for name, _ in got[:3]] == ["coop_swapab_32x128x128"] * 3, (eight_bit, out, got)
+        large = "coop_128x192x128_c1x2" if eight_bit == fp8 else "coop_128x256x128_c1x2"  # fp8: 128x192 first
+        assert [name for name, _ in got[-2:]] == [large] * 2, (eight_bit, out, got)
         # The 256-wide SwapAB tile once the call makes 128 of its tiles (about a wave of 132 SMs).
         for groups, n, wide in ((1, 4096, False), (7, 4096, False), (8, 4096, True), (32, 4096, True),
                                 (32, 1536, True), (21, 1536, False), (1, 32768, True),
@@ -279,6 +281,11 @@ def test_routes_use_the_instance_table(probe):
             name, tm = tile_m(16, groups, n)
             assert tm == 32 and name == f"coop_swapab_32x{256 if wide else 128}x128", (eight_bit, out, groups, n, name)
         assert tile_m(48, 32)[1] == 64, "33-64 rows keep the 64-row ping-pong tile, whatever the group count"
+    for n, scaling, out in ((256, 0, f32), (1024, 1, bf16_out), (2048, 0, f32), (5760, 1, bf16_out), (14336, 0, f32)):
+        # fp8 takes 128x192 unless its last tile pads N by more than 5% (256 -> 384, 1024 -> 1152)
+        code, _, _, _ = _route(probe, fp8, out, "RC", scaling, 4096, n, 7168, scales=scaling > 0)
+        want = "coop_128x192x128_c1x2" if n in (2048, 5760, 14336) else "coop_128x128x128_c1x2"
+        assert probe.probe_instance_name(routes.instance(code)).decode() == want, (n, scaling)
     code, _, _, _ = _route(probe, fp8, bf16_out, "RC", 2, 16, 4096, 7168, scales=True)
     assert probe.probe_instance_name(routes.instance(code)).decode() == "coop_blockwise_swapab_32x128x128"
     code, _, _, _ = _route(probe, fp8, bf16_out, "RC", 2, 16, 4096, 7168, scales=True, groups=32)
@@ -349,14 +356,18 @@ def test_every_route_lands_on_an_instance_that_accepts_it(probe):
         assert probe.probe_instance_rejects(routes.instance(code), ctypes.byref(routed)) == b"", (dtype, layout, m, n, k)
 
 
-def test_a_dtype_filtered_build_numbers_its_instances_as_the_runner_does(tmp_path):
+_DTYPE_CODE = {"F16": 0, "BF16": 1, "FP8_E4M3": 2, "I8": 4}  # the enums of csrc/ckgemm.h
+_OUT_CODE = {"F16": 0, "BF16": 1, "F32": 2, "I32": 3}
+_SCALING_CODE = {"None": 0, "Row": 1, "Block": 2}
+
+
+def test_a_dtype_filtered_build_numbers_its_instances_as_the_runner_does(tmp_path, monkeypatch):
     """CKGEMM_DTYPES=bf16: rules.cpp, compiled with the flags the build gives C++ sources, must list exactly
     the instances the CUDA runner's table holds (instances.inc under the same CKGEMM_WITH_* macros), in the
     same order: a route code carries an instance id, and the runner indexes its table with it. (Before the
     build passed the macros to C++ sources, the rules kept all instances and a filtered build launched the
     wrong kernel.)"""
-    import sys
-    sys.path.insert(0, str(ROOT))
+    monkeypatch.syspath_prepend(str(ROOT))
     from build_support import cuda
 
     for chosen in ({"bf16"}, {"fp8", "int8"}):
@@ -366,8 +377,12 @@ def test_a_dtype_filtered_build_numbers_its_instances_as_the_runner_does(tmp_pat
         rows = [r for r in cuda.instance_table() if cuda._ABI_TO_FILTER[r["dtype"]] in chosen]
         assert len(rows) == len(cuda.instance_sources(chosen)) > 0
         assert so.probe_instance_count() == len(rows), (chosen, so.probe_instance_count(), len(rows))
+        so.probe_instance_name.restype = ctypes.c_char_p
         for i, row in enumerate(rows):
             fields = (ctypes.c_int * 10)()
             so.probe_instance_kind(i, fields)
-            assert "x".join(str(v) for v in fields[4:7]) == row["tile"], (chosen, i, row)
+            # the display name (schedule, tile, cluster) drops the dtype, output and layout: the kind fields have them
+            kind = (_DTYPE_CODE[row["dtype"]], _OUT_CODE[row["out"]], row["layout"] == "RR", _SCALING_CODE[row["scaling"]])
+            assert tuple(fields[:4]) == kind and "x".join(str(v) for v in fields[4:7]) == row["tile"], (chosen, i, row)
+            assert row["tile"] in so.probe_instance_name(i).decode(), (chosen, i, row)
 

@@ -91,7 +91,9 @@ constexpr int64_t kWideSwapTiles = 128;
 // about m rows and n columns (lower first). Decode-sized M (<= 32 rows) takes a SwapAB tile, whose MMA
 // pads a group's rows to 32 rather than 64 (the weights fill its 128- or 256-row side: the wider when the
 // call makes a wave of tiles); up to 64 rows the 64-row ping-pong tile, which fills the SMs with more
-// tiles; otherwise the cooperative tiles, 128x256 first.
+// tiles; otherwise the cooperative tiles, 128-row ones first, in table order: 16-bit and int8 128x256,
+// fp8 128x192 (docs/PERF.md, N 1536-14336: unscaled from 1% slower to 4% faster than 128x128, row-scaled
+// from 2% slower to 9% faster) unless N pads its last 192-wide tile by more than 5% of N (N 256: 50%).
 int rank_for(const Spec& s, int64_t m, int64_t n, int64_t groups) {
   const bool swap = s.schedule.swap_ab;
   const bool small_tile = s.tm <= 64 && !swap;
@@ -102,6 +104,7 @@ int rank_for(const Spec& s, int64_t m, int64_t n, int64_t groups) {
   if (m <= 64) return small_tile ? 2 : swap ? 3 : (s.tn == 256 ? 4 : 5);
   if (swap) return 4;
   if (small_tile) return 3;
+  if (s.tn == 192 && (n + 191) / 192 * 192 * 20 > n * 21) return 1;
   return s.tm == 128 ? 0 : 1;
 }
 
