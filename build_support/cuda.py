@@ -2,7 +2,7 @@
 
 CUTLASS headers come from CUTLASS_DIR (a CUTLASS checkout: include/ and tools/util/include/) or the
 `nvidia-cutlass` wheel (`pip install --no-deps nvidia-cutlass==4.2.0.0`). Each instance TU takes
-about 1.5 min and 3.5 GB of RAM to compile (docs/PERF.md), so MAX_JOBS defaults to what RAM allows.
+about 1.5 min and 3.5 GB of RAM to compile (docs/PERF_2026-11.md), so MAX_JOBS defaults to what RAM allows.
 CKGEMM_DTYPES (e.g. "bf16,fp8") builds a subset of the instances.
 """
 from __future__ import annotations
