@@ -84,14 +84,12 @@ def run(name, dtype_name, args, device, report):
         finally:
             os.environ.pop("CKGEMM_CONFIG", None)
 
-    times = {label: runs for label, (_, _, runs) in there_and_back(labels, time_one).items()}
-    peer_ms = {label: sum(t) / 2 for label, t in times.items() if label.startswith("peer: ")}
-    best = min(peer_ms.values(), default=float("nan"))  # nan: no peer could be captured
+    times = there_and_back(labels, time_one)
+    best = min((t[0] for label, t in times.items() if label.startswith("peer: ")), default=float("nan"))  # nan: none
     rows = []
-    for label, (t1, t2) in times.items():
-        median = (t1 + t2) / 2
+    for label, (median, spread, (t1, t2)) in times.items():  # median: the mean of the two runs' medians
         row = {"case": name, "dtype": dtype_name, "instance": label, "run 1 ms": t1, "run 2 ms": t2,
-               "spread %": 100 * abs(t1 - t2) / median, "TFLOP/s": case.flops / median / 1e9}
+               "spread %": spread, "TFLOP/s": case.flops / median / 1e9}
         if label.startswith("peer: "):
             rows.append(row)
             report.add(op=label[len("peer: "):], backend="torch", dtype=dtype_name, shape=name,

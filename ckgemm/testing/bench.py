@@ -283,8 +283,8 @@ def _warm_up(runs, buffer, warmup: int, warmup_ms: float) -> int:
     return made
 
 
-def _bench_gpu(calls, warmup: int, iters: int, device, flush: bool, graph: bool, sync: bool = False,
-               warmup_ms: float = 0.0) -> BenchResult:
+def _bench_gpu(calls, warmup: int, iters: int, device, flush: bool, graph: bool, sync: bool,
+               warmup_ms: float) -> BenchResult:
     runs = calls
     if graph:
         graphs = [capture_graph(call) for call in calls]

@@ -83,8 +83,9 @@ const std::vector<int>& ids_of(const Kind& kind) {
 }
 
 // A call making at least this many 256-wide SwapAB tiles (about one wave of an H200's 132 SMs) takes the
-// 256-wide tile; with fewer, the 128-wide one keeps twice as many SMs streaming weights (docs/PERF.md, 16
-// rows per group, N 4096, K 7168: 1-4 groups took 2-41% longer on the 256-wide tile, 8-32 groups 0.5-9% less).
+// 256-wide tile; with fewer, the 128-wide one keeps twice as many SMs streaming weights (docs/PERF.md, fifth
+// session, 16 rows per group, N 4096, K 7168: 1-4 groups took 3-38% longer on the 256-wide tile, 8-32 groups
+// 0.4-1.3% less).
 constexpr int64_t kWideSwapTiles = 128;
 
 // The selection rule, from H200 measurements (docs/PERF.md): rank of an instance for `groups` groups of
