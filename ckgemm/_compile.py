@@ -1,8 +1,8 @@
-"""torch.compile support: the packed form as one opaque custom op, so Dynamo traces a single node
-(fullgraph=True works) whatever the backend does inside (validation, routing, native launches)."""
+"""torch.compile support: each form as one opaque custom op (``torch.ops.ckgemm.*``), so Dynamo traces a
+single node (fullgraph=True works) whatever the backend does inside (validation, routing, native launches)."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import List, Optional
 
 import torch
 
@@ -55,3 +55,45 @@ def packed(a, b, group_sizes, layout, out, backend, check_sizes, scale_a, scale_
         return packed_op(a, b, group_sizes, layout, backend, check_sizes, scale_a, scale_b, out_dtype)
     packed_out_op(a, b, group_sizes, out, layout, backend, check_sizes, scale_a, scale_b, out_dtype)
     return out
+
+
+@torch.library.custom_op("ckgemm::grouped_gemm", mutates_args=())
+def list_op(a_list: List[torch.Tensor], b_list: List[torch.Tensor], layout: Optional[str], backend: Optional[str],
+            scale_a: List[torch.Tensor], scale_b: List[torch.Tensor],
+            out_dtype: Optional[torch.dtype]) -> List[torch.Tensor]:
+    from .ops import grouped_gemm
+
+    return grouped_gemm(a_list, b_list, layout=layout, backend=backend, scale_a=scale_a or None,
+                        scale_b=scale_b or None, out_dtype=out_dtype)
+
+
+@list_op.register_fake
+def _list_fake(a_list, b_list, layout, backend, scale_a, scale_b, out_dtype):
+    dtype = _out_dtype(a_list[0], scale_a or None, out_dtype)
+    return [a.new_empty((a.shape[0], b.shape[1] if layout == "RR" else b.shape[0]), dtype=dtype)
+            for a, b in zip(a_list, b_list)]
+
+
+@torch.library.custom_op("ckgemm::grouped_gemm_out", mutates_args=("c_list",))
+def list_out_op(a_list: List[torch.Tensor], b_list: List[torch.Tensor], c_list: List[torch.Tensor],
+                layout: Optional[str], backend: Optional[str], scale_a: List[torch.Tensor],
+                scale_b: List[torch.Tensor], out_dtype: Optional[torch.dtype]) -> None:
+    from .ops import grouped_gemm_out
+
+    grouped_gemm_out(a_list, b_list, c_list, layout=layout, backend=backend, scale_a=scale_a or None,
+                     scale_b=scale_b or None, out_dtype=out_dtype)
+
+
+@list_out_op.register_fake
+def _list_out_fake(a_list, b_list, c_list, layout, backend, scale_a, scale_b, out_dtype):
+    return None
+
+
+def listed(a_list, b_list, c_list, layout, backend, scale_a, scale_b, out_dtype):
+    """The compiled-graph form of ``ops.grouped_gemm`` (``c_list`` None) and ``ops.grouped_gemm_out``; the
+    ops' schemas take no optional lists, so unscaled calls pass empty scale lists."""
+    seq = (lambda x: [] if x is None else list(x))
+    if c_list is None:
+        return list_op(list(a_list), list(b_list), layout, backend, seq(scale_a), seq(scale_b), out_dtype)
+    list_out_op(list(a_list), list(b_list), list(c_list), layout, backend, seq(scale_a), seq(scale_b), out_dtype)
+    return list(c_list)

@@ -89,6 +89,8 @@ def grouped_gemm(a_list, b_list, *, layout: str | None = None, backend: str | No
     """
     op = "grouped_gemm"
     b_list, layout, scale_b = prepack.unwrap(op, b_list, layout, scale_b)
+    if torch.compiler.is_compiling():  # one opaque node for Dynamo; the eager path runs inside it
+        return _compile.listed(a_list, b_list, None, layout, backend, scale_a, scale_b, out_dtype)
     native = backends.native_for(backend, a_list[0]) if _first_ok(a_list) else None
     if native is not None:
         try:
@@ -115,6 +117,8 @@ def grouped_gemm_out(a_list, b_list, c_list, *, layout: str | None = None, backe
     """
     op = "grouped_gemm_out"
     b_list, layout, scale_b = prepack.unwrap(op, b_list, layout, scale_b)
+    if torch.compiler.is_compiling():
+        return _compile.listed(a_list, b_list, c_list, layout, backend, scale_a, scale_b, out_dtype)
 
     def check():
         problem = validate.validate_list(op, a_list, b_list, layout, scale_a, scale_b, out_dtype, True)

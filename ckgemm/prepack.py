@@ -8,7 +8,9 @@ given (16-bit inputs; CK-tile, which reads 8-bit RR natively; the torch referenc
 around the tensors as they are, so serving code can call it unconditionally.
 
 Every form takes a ``PackedWeights`` in place of ``b``: the call's ``layout`` (if given) must be the
-layout the weights were packed from, and ``scale_b`` comes from the weights unless given.
+layout the weights were packed from, and ``scale_b`` comes from the weights unless given. Weights packed
+from one [G, ., .] tensor serve the list forms too (one view per expert, their scales alike); weights
+packed from a list serve the list forms only. Scales are checked against the recipes here, once.
 """
 from __future__ import annotations
 
@@ -17,8 +19,9 @@ from dataclasses import dataclass
 import torch
 
 from . import backends
-from ._checks import check_sequence, check_tensor, fail
-from .errors import InvalidArgumentError, Rule
+from . import validate_scales
+from ._checks import check_is_tensor, check_sequence, check_tensor, fail
+from .errors import InvalidArgumentError, InvalidTypeError, Rule
 from .validate import check_layout
 
 
@@ -62,6 +65,7 @@ def prepack(b, *, layout: str | None = None, scales=None, backend: str | None = 
         for g, x in enumerate(b):
             check_tensor(op, g, f"b[{g}]", x, 2)
         device, dtype, items = b[0].device, b[0].dtype, tuple(b)
+    _check_scales(op, b, layout, dtype, scales)
     module = backends.select(backend, device)
     transpose = bool(getattr(module, "native", False) and module.needs_transpose(dtype, layout))
     if not transpose:
@@ -73,6 +77,39 @@ def prepack(b, *, layout: str | None = None, scales=None, backend: str | None = 
         else:
             stored = tuple(module.transpose_b(x) for x in items)
     return PackedWeights(stored, "RC", layout, _scales(scales), module.NAME)
+
+
+def _check_scales(op, b, layout, dtype, scales) -> None:
+    """The weights' scales fit one recipe of the form they were given in (validate_scales.py's table), so a
+    wrong scale is refused here rather than at the first call."""
+    if scales is None:
+        return
+    if dtype.itemsize != 1:
+        raise InvalidArgumentError(f"{op}: scales given for {dtype} weights; scales are for fp8 and int8 weights",
+                                   rule=Rule.SCALES_UNEXPECTED)
+    blocks = validate_scales.blocks
+    if isinstance(b, torch.Tensor):
+        g, n, k = (b.shape[0], b.shape[1], b.shape[2]) if layout == "RC" else (b.shape[0], b.shape[2], b.shape[1])
+        fits = {"[G] (tensor)": (g,), "[G, N] (row)": (g, n), "[G, ceil(N/128), ceil(K/128)] (block)": (g, blocks(n), blocks(k))}
+        check_is_tensor(op, None, "scales", scales)
+        given = [("scales", scales, fits)]
+    else:
+        check_sequence(op, "scales", scales, "float32 scale tensors")
+        if len(scales) != len(b):
+            raise InvalidArgumentError(f"{op}: scales has {len(scales)} entries but b has {len(b)} groups",
+                                       rule=Rule.LIST_LENGTH)
+        given = []
+        for i, (x, s) in enumerate(zip(b, scales)):
+            n, k = (x.shape[0], x.shape[1]) if layout == "RC" else (x.shape[1], x.shape[0])
+            check_is_tensor(op, i, f"scales[{i}]", s)
+            given.append((f"scales[{i}]", s, {"[] (tensor)": (), f"[N_{i}] (row)": (n,),
+                                                f"[ceil(N_{i}/128), ceil(K_{i}/128)] (block)": (blocks(n), blocks(k))}))
+    for name, s, fits in given:
+        if s.dtype != torch.float32:
+            fail(op, None, name, s, f"scales must be float32, got {s.dtype}", Rule.SCALE_DTYPE, InvalidTypeError)
+        if tuple(s.shape) not in fits.values():
+            forms = ", ".join(f"{shape} = {what}" for what, shape in fits.items())
+            fail(op, None, name, s, f"fits no recipe for these weights; expected one of {forms}", Rule.SCALE_SHAPE)
 
 
 def _scales(scales):
@@ -91,4 +128,12 @@ def unwrap(op: str, b, layout, scale_b):
     if scale_b is not None and b.scale_b is not None:
         fail(op, None, "scale_b", None, "given twice: the prepacked weights carry their scales already",
              Rule.PREPACKED)
-    return b.b, b.layout, scale_b if scale_b is not None else b.scale_b  # tuples: every form takes them
+    stored, carried = b.b, b.scale_b
+    if op == "grouped_gemm_packed" and b.is_list:
+        fail(op, None, "b", None, "holds weights prepacked from a list (the list forms' weights); grouped_gemm_packed "
+             "takes weights prepacked from one [G, N, K] / [G, K, N] tensor: prepack(torch.stack(weights))",
+             Rule.PREPACKED)
+    if op != "grouped_gemm_packed" and not b.is_list:  # the list forms: one view per expert, scales alike
+        stored = tuple(stored.unbind(0))
+        carried = tuple(carried.unbind(0)) if isinstance(carried, torch.Tensor) else carried
+    return stored, b.layout, scale_b if scale_b is not None else carried  # tuples: every form takes them

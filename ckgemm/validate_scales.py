@@ -40,30 +40,46 @@ def _check_scale_tensor(op, group, name, s, device) -> None:
     check_no_grad(op, group, name, s)
 
 
-def _recipe_of(op, group, name, s, ranks: dict, expected_forms: str) -> str:
+def _forms(expected: dict, recipes=("tensor", "row", "block")) -> str:
+    """The shapes each recipe wants, e.g. "tensor: scale_a () and scale_b (4,); row: ...", from
+    {recipe: ((scale_a shape, meaning), (scale_b shape, meaning))}."""
+    return "; ".join(f"{r}: scale_a {expected[r][0][0]} = {expected[r][0][1]} and scale_b {expected[r][1][0]} = "
+                     f"{expected[r][1][1]}" for r in recipes)
+
+
+def _recipe_of(op, group, name, s, ranks: dict, expected: dict) -> str:
     recipe = ranks.get(s.dim())
     if recipe is None:
-        fail(op, group, name, s, f"a {s.dim()}-D scale fits no recipe; expected {expected_forms}", Rule.SCALE_SHAPE)
+        fail(op, group, name, s, f"a {s.dim()}-D scale fits no recipe; expected {_forms(expected)}", Rule.SCALE_SHAPE)
     return recipe
 
 
-def _check_recipe(op, group, rule: DtypeRule, recipe_a: str, recipe_b: str, first: str | None, sa, sb) -> str:
+def _check_recipe(op, group, rule: DtypeRule, recipe_a: str, recipe_b: str, first: str | None, sa, sb,
+                  expected: dict) -> str:
+    """The call's recipe, read from the scales' ranks; ``expected`` ({recipe: shapes}) names what each
+    recipe would take, so a scale of the wrong rank is told the shape it should have."""
+    suffix = f"[{group}]" if group is not None else ""
+    recipes = ("tensor", "row", "block") if rule.input.is_floating_point else ("tensor", "row")
     if recipe_a != recipe_b:
-        fail(op, group, "scale_b" + (f"[{group}]" if group is not None else ""), sb,
-              f"recipe mix: scale_a is {recipe_a}-wise but scale_b is {recipe_b}-wise; both must use one recipe "
-              "(tensor, row or block)", Rule.SCALE_RECIPE)
+        fail(op, group, "scale_b" + suffix, sb,
+             f"recipe mix: scale_a is {recipe_a}-wise but scale_b is {recipe_b}-wise; both must use one recipe, "
+             f"with shapes {_forms(expected, recipes)}", Rule.SCALE_RECIPE)
     if first is not None and recipe_a != first:
         fail(op, group, f"scale_a[{group}]", sa, f"group {group} uses {recipe_a} scales but group 0 uses {first}; "
-              "one call uses one recipe", Rule.SCALE_RECIPE)
+             f"one call uses one recipe ({first}: {_forms(expected, (first,))})", Rule.SCALE_RECIPE)
     if recipe_a == "block" and not rule.input.is_floating_point:
-        fail(op, group, "scale_a" + (f"[{group}]" if group is not None else ""), sa,
-              f"block scales are for fp8 inputs; {rule.input} takes tensor or row scales", Rule.SCALE_RECIPE_DTYPE)
+        fail(op, group, "scale_a" + suffix, sa,
+             f"block scales are for fp8 inputs; {rule.input} takes tensor or row scales, with shapes "
+             f"{_forms(expected, recipes)}", Rule.SCALE_RECIPE_DTYPE)
     return recipe_a
 
 
 def _check_layout_of(op, group, name, s, expected: tuple[int, ...], recipe: str, meaning: str) -> None:
     if tuple(s.shape) != expected:
-        fail(op, group, name, s, f"the {recipe} recipe expects shape {expected} = {meaning}", Rule.SCALE_SHAPE)
+        hint = ""
+        if s.dim() == 2 and 1 in s.shape:  # torch._scaled_mm's row-wise [M, 1] / [1, N]
+            hint = "; row-wise scales are 1-D here ([M] for A, [N] for B), not torch._scaled_mm's [M, 1] / [1, N]"
+        fail(op, group, name, s, f"the {recipe} recipe expects shape {expected} = {meaning}{hint}", Rule.SCALE_SHAPE)
     if not s.is_contiguous():
         fail(op, group, name, s, "scales must be contiguous; call .contiguous() first", Rule.SCALE_STRIDE)
 
@@ -91,21 +107,23 @@ def list_scales(op, rule: DtypeRule, device, shapes, scale_a, scale_b) -> str:
         if len(scales) != len(shapes):
             raise InvalidArgumentError(f"{op}: {name} has {len(scales)} entries but there are {len(shapes)} groups",
                                        rule=Rule.LIST_LENGTH)
-    forms = "[] (tensor), [M_i] / [N_i] (row) or [M_i, ceil(K_i/128)] / [ceil(N_i/128), ceil(K_i/128)] (block)"
     first = None
     for g, ((m, n, k), sa, sb) in enumerate(zip(shapes, scale_a, scale_b)):
         _check_scale_tensor(op, g, f"scale_a[{g}]", sa, device)
         _check_scale_tensor(op, g, f"scale_b[{g}]", sb, device)
-        recipe = _check_recipe(op, g, rule, _recipe_of(op, g, f"scale_a[{g}]", sa, _A_RANKS, forms),
-                               _recipe_of(op, g, f"scale_b[{g}]", sb, _A_RANKS, forms), first, sa, sb)
+        expected = {
+            "tensor": (((), "[] (one value)"), ((), "[] (one value)")),
+            "row": (((m,), f"[M_{g}] (one per row of a[{g}])"), ((n,), f"[N_{g}] (one per output column)")),
+            "block": (((m, blocks(k)), f"[M_{g}, ceil(K_{g}/128)]"),
+                      ((blocks(n), blocks(k)), f"[ceil(N_{g}/128), ceil(K_{g}/128)]")),
+        }
+        recipe = _check_recipe(op, g, rule, _recipe_of(op, g, f"scale_a[{g}]", sa, _A_RANKS, expected),
+                               _recipe_of(op, g, f"scale_b[{g}]", sb, _A_RANKS, expected), first, sa, sb, expected)
         first = first or recipe
-        if recipe == "row":
-            _check_layout_of(op, g, f"scale_a[{g}]", sa, (m,), recipe, f"[M_{g}] (one per row of a[{g}])")
-            _check_layout_of(op, g, f"scale_b[{g}]", sb, (n,), recipe, f"[N_{g}] (one per output column)")
-        elif recipe == "block":
-            _check_layout_of(op, g, f"scale_a[{g}]", sa, (m, blocks(k)), recipe, f"[M_{g}, ceil(K_{g}/128)]")
-            _check_layout_of(op, g, f"scale_b[{g}]", sb, (blocks(n), blocks(k)), recipe,
-                             f"[ceil(N_{g}/128), ceil(K_{g}/128)]")
+        if recipe != "tensor":
+            (sa_shape, sa_meaning), (sb_shape, sb_meaning) = expected[recipe]
+            _check_layout_of(op, g, f"scale_a[{g}]", sa, sa_shape, recipe, sa_meaning)
+            _check_layout_of(op, g, f"scale_b[{g}]", sb, sb_shape, recipe, sb_meaning)
     return first
 
 
@@ -115,17 +133,18 @@ def packed_scales(op, rule: DtypeRule, device, rows: int, groups: int, n: int, k
         return "none"
     _check_scale_tensor(op, None, "scale_a", scale_a, device)
     _check_scale_tensor(op, None, "scale_b", scale_b, device)
-    recipe = _check_recipe(
-        op, None, rule,
-        _recipe_of(op, None, "scale_a", scale_a, _A_RANKS, "[] (tensor), [sum M] (row) or [sum M, ceil(K/128)] (block)"),
-        _recipe_of(op, None, "scale_b", scale_b, _PACKED_B_RANKS, "[G] (tensor), [G, N] (row) or [G, ceil(N/128), ceil(K/128)] (block)"),
-        None, scale_a, scale_b)
-    expected = {
+    expected_by_recipe = {
         "tensor": (((), "[] (one value)"), ((groups,), "[G] (one per expert)")),
         "row": (((rows,), "[sum M] (one per row of a)"), ((groups, n), "[G, N] (one per expert and output column)")),
         "block": (((rows, blocks(k)), "[sum M, ceil(K/128)]"), ((groups, blocks(n), blocks(k)),
                                                                "[G, ceil(N/128), ceil(K/128)]")),
-    }[recipe]
+    }
+    recipe = _check_recipe(
+        op, None, rule,
+        _recipe_of(op, None, "scale_a", scale_a, _A_RANKS, expected_by_recipe),
+        _recipe_of(op, None, "scale_b", scale_b, _PACKED_B_RANKS, expected_by_recipe),
+        None, scale_a, scale_b, expected_by_recipe)
+    expected = expected_by_recipe[recipe]
     _check_layout_of(op, None, "scale_a", scale_a, expected[0][0], recipe, expected[0][1])
     _check_layout_of(op, None, "scale_b", scale_b, expected[1][0], recipe, expected[1][1])
     return recipe

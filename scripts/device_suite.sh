@@ -24,6 +24,8 @@
 #             (default: the compute-bound cases, 16-bit and fp8) into tune_$TUNE_TAG.json, for A/B builds
 #   profile   Nsight Compute on ours and the best peer for the compute-bound cases and gpu_verify
 #             (scripts/profile_kernels.py; one summary, ncu.md)
+#   scaledprofile  Nsight Compute on the block and row recipes beside DeepGEMM and _scaled_grouped_mm
+#             (ncu_scaled.md; DeepGEMM's chosen config and ptxas report in ncu.log)
 # Logs and artefacts go to $OUT (default ./.out). Wheels in .whl/ (e.g. nvidia-cutlass) are installed
 # to /tmp/site first, without network.
 set -uo pipefail
@@ -53,6 +55,17 @@ run() {  # run <name> <command...>: log to $OUT/<name>.log, remember failure
   tail -n 25 "$OUT/$name.log"
   [ $rc -eq 0 ] || status=1
   return $rc
+}
+
+prof() {  # prof <tag> <kernel count> <profile_kernels.py run args...>: one ncu report, its raw page as csv
+  local tag=$1 count=$2; shift 2
+  echo "== ncu $tag: $*" >> "$OUT/ncu.log"
+  ncu --clock-control none --profile-from-start off -c "$count" -f -o "/tmp/ncu_$tag" \
+    --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+    --section WarpStateStats --section LaunchStats --section Occupancy \
+    --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active \
+    python3 scripts/profile_kernels.py run "$@" >> "$OUT/ncu.log" 2>&1 \
+    && ncu --import "/tmp/ncu_$tag.ncu-rep" --csv --page raw > "/tmp/ncu_$tag.csv" 2>> "$OUT/ncu.log"
 }
 
 for stage in "$@"; do
@@ -109,14 +122,6 @@ for stage in "$@"; do
       run racecheck timeout "${STAGE_TIMEOUT:-600}" compute-sanitizer --tool racecheck --error-exitcode 1 python3 \
         scripts/sanitizer_cases.py ${RACECHECK_INSTANCES:-} ;;
     profile)
-      prof() {  # prof <tag> <kernel count> <profile_kernels.py run args...>
-        local tag=$1 count=$2; shift 2
-        ncu --clock-control none --profile-from-start off -c "$count" -f -o "/tmp/ncu_$tag" \
-          --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
-          --section WarpStateStats --section LaunchStats --section Occupancy \
-          python3 scripts/profile_kernels.py run "$@" >> "$OUT/ncu.log" 2>&1 \
-          && ncu --import "/tmp/ncu_$tag.ncu-rep" --csv --page raw > "/tmp/ncu_$tag.csv" 2>> "$OUT/ncu.log"
-      }
       start=$SECONDS
       prof fp8_uniform_ours 3 --case uniform --dtype fp8 --who ours
       prof fp8_uniform_peer 1 --case uniform --dtype fp8 --who "_scaled_mm loop"
@@ -129,6 +134,22 @@ for stage in "$@"; do
       prof verify 2 --who verify
       python3 scripts/profile_kernels.py summarize /tmp/ncu_*.csv > "$OUT/ncu.md" 2>> "$OUT/ncu.log"
       echo "== profile: $((SECONDS - start)) s"; cat "$OUT/ncu.md" | head -80 ;;
+    scaledprofile)  # Nsight Compute on the block and row recipes beside DeepGEMM / _scaled_grouped_mm, on
+      # $SCALED_PROFILE_CASES (default DeepSeek-V3 prefill and Mixtral prefill); DeepGEMM prints its config
+      start=$SECONDS
+      IFS=, read -ra cases <<< "${SCALED_PROFILE_CASES:-DeepSeek-V3 prefill,Mixtral prefill}"
+      for c in "${cases[@]}"; do
+        tag=$(echo "$c" | tr -c 'A-Za-z0-9\n' _)
+        prof "block_${tag}_ours" 4 --case "$c" --dtype fp8 --who ours --quant block
+        DG_JIT_CACHE_DIR=/tmp/dg DG_PRINT_CONFIGS=1 DG_JIT_PTXAS_VERBOSE=1 \
+          prof "block_${tag}_deepgemm" 4 --case "$c" --dtype fp8 --who deepgemm --quant block
+        prof "row_${tag}_ours" 4 --case "$c" --dtype fp8 --who ours --quant row
+        prof "row_${tag}_peer" 4 --case "$c" --dtype fp8 --who _scaled_grouped_mm --quant row
+      done
+      python3 scripts/profile_kernels.py summarize /tmp/ncu_block_*.csv /tmp/ncu_row_*.csv > "$OUT/ncu_scaled.md" \
+        2>> "$OUT/ncu.log"
+      echo "== scaledprofile: $((SECONDS - start)) s"; grep -a "block M\|ptxas\|registers\|spill" "$OUT/ncu.log" | head -20
+      cat "$OUT/ncu_scaled.md" | head -80 ;;
     conformance)  # the conformance matrix: ckgemm and its peers, one process each (docs/CONFORMANCE.md)
       conf() { local n=$1; shift; run "conf_$n" timeout "${STAGE_TIMEOUT:-600}" env DG_JIT_CACHE_DIR=/tmp/dg \
         python3 -m ckgemm.testing.conformance --device cuda "$@" --json "$OUT/conf_$n.json" --markdown "$OUT/conf_$n.md"; }

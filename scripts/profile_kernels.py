@@ -8,7 +8,8 @@ Two modes:
                ncu --clock-control none --profile-from-start off -o rep --section SpeedOfLight ... \
                    python3 scripts/profile_kernels.py run --case uniform --dtype fp8 --who ours
              --who is `ours`, a peer name from ckgemm.testing.peers (e.g. "matmul loop"), or `verify`
-             (gpu_verify on 2^28 fp32 pairs).
+             (gpu_verify on 2^28 fp32 pairs); with --quant, `ours`, `deepgemm` (block) or
+             `_scaled_grouped_mm` (row), the peers as benchmarks/bench_scaled.py builds them.
   summarize  one table of the metrics that explain a GEMM's speed, from `ncu --import rep --csv --page raw`
              files: time, launch shape, registers, occupancy, SM throughput, wgmma issue rate, L2 and L1, top stalls.
 
@@ -34,6 +35,8 @@ METRICS = [
     ("sm__warps_active.avg.pct_of_peak_sustained_active", "warps active %"),
     ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "SM %"),
     ("sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active", "gmma inst %"),
+    ("sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active", "gmma pipe active %"),
+    ("smsp__cycles_elapsed.avg.per_second", "SM clock"),
     ("lts__t_sector_hit_rate.pct", "L2 hit %"),
     ("dram__throughput.avg.pct_of_peak_sustained_elapsed", "DRAM %"),
     ("dram__bytes_read.sum.per_second", "DRAM read"),
@@ -73,11 +76,24 @@ def _op(args):
     if args.quant != "none":  # scaled: the same inputs, quantized with the harness's casts (bench_scaled.py's)
         from ckgemm.testing import quant
 
-        if args.who != "ours" or args.dtype not in ("fp8", "int8") or (args.dtype, args.quant) == ("int8", "block"):
-            raise SystemExit("--quant: ours only, fp8 with tensor/row/block or int8 with tensor/row")
+        scaled_peers = {"deepgemm": "block", "_scaled_grouped_mm": "row"}
+        if (args.who not in ("ours", *scaled_peers) or args.dtype not in ("fp8", "int8")
+                or (args.dtype, args.quant) == ("int8", "block")
+                or scaled_peers.get(args.who, args.quant) != args.quant):
+            raise SystemExit("--quant: ours (fp8 with tensor/row/block, int8 with tensor/row), "
+                             "deepgemm (fp8 block) or _scaled_grouped_mm (fp8 row)")
 
         gs = torch.tensor(sizes, dtype=torch.int32, device="cuda")
         (qa, sa), (qb, sb) = (quant.cast_for(t.float(), args.quant, side, a.dtype) for t, side in ((a, "a"), (b, "b")))
+        if args.who != "ours":  # bench_scaled.py's peers, on their own layouts
+            sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+            from bench_scaled import deepgemm_peer, scaled_grouped_mm_peer  # noqa: E402
+
+            found, why = (deepgemm_peer(qa, sa, qb, sb, sizes, torch.bfloat16) if args.who == "deepgemm"
+                          else scaled_grouped_mm_peer(qa, sa, qb, sb, sizes))
+            if found is None:
+                raise SystemExit(f"peer {args.who!r} not runnable here: {why}")
+            return found[0]
         out = torch.empty((a.shape[0], b.shape[1]), dtype=torch.bfloat16, device="cuda")
         return lambda: ckgemm.grouped_gemm_packed(qa, qb, gs, out=out, scale_a=sa, scale_b=sb)
     if args.who == "ours":

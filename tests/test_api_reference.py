@@ -125,6 +125,16 @@ def test_all_groups_empty(dtype):
     assert ckgemm.last_dispatch().paths == ("skip:empty",) * 4
 
 
+def test_dispatch_paths_name_zero_k_as_the_native_record_does():
+    """K = 0 with rows is 'zero-k' (the README's and the native decoder's name), empty is 'skip:empty'."""
+    gen = generator("zero-k-path")
+    groups = [make_group(3, 8, 0, torch.bfloat16, "RC", gen), make_group(0, 8, 16, torch.bfloat16, "RC", gen),
+              make_group(2, 8, 16, torch.bfloat16, "RC", gen)]
+    outs = ckgemm.grouped_gemm([a for a, _ in groups], [b for _, b in groups])
+    assert torch.equal(outs[0], torch.zeros(3, 8, dtype=torch.bfloat16))
+    assert ckgemm.last_dispatch().paths == ("zero-k", "skip:empty", "torch")
+
+
 @pytest.mark.parametrize("groups", [1, 64])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.int8], ids=["bf16", "int8"])
 def test_group_counts_heterogeneous(groups, dtype):

@@ -1,5 +1,5 @@
-"""torch.compile and torch.library over the packed form, on any backend (the CPU reference here): the op
-is one opaque custom op with a fake (meta) kernel, so Dynamo traces it with fullgraph=True."""
+"""torch.compile and torch.library over every form, on any backend (the CPU reference here): each form is
+one opaque custom op with a fake (meta) kernel, so Dynamo traces it with fullgraph=True."""
 from __future__ import annotations
 
 import torch
@@ -54,3 +54,49 @@ def test_fullgraph_compile_takes_prepacked_weights():
 
     assert torch.equal(torch.compile(moe, fullgraph=True, dynamic=False)(a, sizes), ckgemm.grouped_gemm_packed(a, b, sizes))
 
+
+
+def test_fullgraph_compile_of_the_list_forms():
+    a, b, sizes = _inputs()
+    a_list, b_list = list(a.split([10, 0, 20])), list(b.unbind(0))
+
+    def moe(a_list, b_list):
+        return [torch.relu(c) for c in ckgemm.grouped_gemm(a_list, b_list)]
+
+    got = torch.compile(moe, fullgraph=True, dynamic=False)(a_list, b_list)
+    assert all(torch.equal(x, y) for x, y in zip(got, moe(a_list, b_list)))
+
+    c_list = [torch.full((m, 48), float("nan"), dtype=torch.bfloat16) for m in (10, 0, 20)]
+
+    def into(a_list, b_list, c_list):
+        ckgemm.grouped_gemm_out(a_list, b_list, c_list)
+        return c_list[0] * 2
+
+    doubled = torch.compile(into, fullgraph=True, dynamic=False)(a_list, b_list, c_list)
+    assert all(torch.equal(x, y) for x, y in zip(c_list, ckgemm.grouped_gemm(a_list, b_list)))
+    assert torch.equal(doubled, c_list[0] * 2)
+
+
+def test_fullgraph_compile_of_a_scaled_list_call():
+    gen = generator("compile-scaled-list")
+    f8 = torch.float8_e4m3fn
+    a_list = [rand_tensor((m, 64), f8, gen) for m in (3, 5)]
+    b_list = [rand_tensor((32, 64), f8, gen) for _ in range(2)]
+    sa = [torch.rand(m, generator=gen) + 0.5 for m in (3, 5)]
+    sb = [torch.rand(32, generator=gen) + 0.5 for _ in range(2)]
+
+    def call(a_list, b_list, sa, sb):
+        return ckgemm.grouped_gemm(a_list, b_list, scale_a=sa, scale_b=sb, out_dtype=torch.float32)
+
+    got = torch.compile(call, fullgraph=True, dynamic=False)(a_list, b_list, sa, sb)
+    want = call(a_list, b_list, sa, sb)
+    assert [x.dtype for x in got] == [torch.float32] * 2 and all(torch.equal(x, y) for x, y in zip(got, want))
+
+
+def test_opcheck_of_the_list_ops():
+    a, b, _ = _inputs()
+    a_list, b_list = list(a.split([10, 0, 20])), list(b.unbind(0))
+    torch.library.opcheck(torch.ops.ckgemm.grouped_gemm.default, (a_list, b_list, "RC", None, [], [], None))
+    c_list = [torch.empty(m, 48, dtype=torch.bfloat16) for m in (10, 0, 20)]
+    torch.library.opcheck(torch.ops.ckgemm.grouped_gemm_out.default, (a_list, b_list, c_list, "RC", None, [], [],
+                                                                        None))

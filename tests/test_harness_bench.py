@@ -8,7 +8,7 @@ import time
 import pytest
 import torch
 
-from ckgemm.testing import bench, device_info, paired_ab, rotating_copies
+from ckgemm.testing import Breakdown, bench, breakdown, device_info, paired_ab, rotating_copies
 from ckgemm.testing.bench import BenchResult, quantile
 
 
@@ -144,3 +144,31 @@ def test_there_and_back_times_forwards_then_backwards():
     assert got["a"] == (2.0, 100.0, [1.0, 3.0]) and got["c"] == (4.0, 50.0, [3.0, 5.0])
     assert got["b"][0] == 3.0 and abs(got["b"][1] - 200 / 3) < 1e-9
 
+
+
+def test_breakdown_separates_kernels_from_the_host_gap():
+    b = Breakdown(calls=4, wall_us=50.0, kernel_us=30.0, kernels={"gemm": 28.0, "args": 2.0}, launches=2.0)
+    assert b.host_gap_us == 20.0
+    assert [r["kernel"] for r in b.rows()] == ["gemm", "args", "(all kernels)", "(host gap)", "(wall)"]
+    assert "30.0 us in 2.0 kernels + 20.0 us host gap" in str(b) and "gemm 28.0" in str(b)
+    assert Breakdown(1, 10.0, 12.0).host_gap_us == 0.0  # overlapping kernels never give a negative gap
+
+
+def test_breakdown_on_the_cpu_says_it_has_no_device_kernels():
+    calls = []
+    b = breakdown(lambda: calls.append(torch.ones(64).sum()), iters=3, warmup=2, device="cpu")
+    assert len(calls) == 5 and b.calls == 3 and b.wall_us > 0
+    assert not b.on_gpu and b.kernels == {} and "no device kernels" in str(b)
+    with pytest.raises(ValueError, match="iters must be >= 1"):
+        breakdown(lambda: None, iters=0)
+
+
+def test_bench_can_attach_the_eager_breakdown():
+    from ckgemm.testing.bench import breakdown as from_bench_module
+
+    assert from_bench_module is breakdown
+    plain = bench(lambda: torch.ones(8).sum(), warmup=1, iters=3, device="cpu")
+    assert plain.breakdown is None and plain.to_dict()["breakdown"] is None
+    r = bench(lambda: torch.ones(8).sum(), warmup=1, iters=3, device="cpu", breakdown=True)
+    assert isinstance(r.breakdown, Breakdown) and r.breakdown.calls == 3
+    assert r.to_dict()["breakdown"][-1]["kernel"] == "(wall)" and "eager call:" in str(r)

@@ -95,6 +95,9 @@ def test_explicit_tolerances_and_argument_errors():
         check(outs, refs, in_dtype=torch.float32)
     with pytest.raises(ValueError, match="in_dtype and k together"):
         check(outs, refs, k=64)
+    with pytest.raises(ValueError, match="scaled=True derives"):  # never silently assert_close's defaults
+        check(outs, refs, scaled=True)
+    check(outs, refs, scaled=True, rtol=[0.0, 0.0], atol=[0.0, 0.51])  # explicit tolerances still rule
     with pytest.raises(ValueError, match="2 entries for 3 groups"):
         check(outs + outs[:1], refs + refs[:1], rtol=[0, 0], atol=[0, 0])
     with pytest.raises(AssertionError, match="shape"):

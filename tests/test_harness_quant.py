@@ -149,6 +149,23 @@ def test_quantized_unpacks_like_deepgemm_and_checks_input():
         quant.per_token_cast_to_fp8(x[0])
 
 
+@pytest.mark.parametrize("name", sorted(CASTS))
+def test_casts_take_deepgemms_spelling(name):
+    """DeepGEMM's ``cast(x, use_ue8m0, gran_k=...)``: the flag positional or by keyword, the block as gran_k."""
+    cast, _ = CASTS[name]
+    x = _wide_range((256, 256), f"dg-{name}")
+    ours = cast(x, 64, ue8m0=True)
+    for theirs in (cast(x, True, gran_k=64), cast(x, use_ue8m0=True, gran_k=64)):
+        assert theirs.block == ours.block and torch.equal(theirs.scale, ours.scale)
+        assert torch.equal(theirs.data.view(torch.uint8), ours.data.view(torch.uint8))
+    plain = cast(x, False)
+    assert plain.block == cast(x).block and torch.equal(plain.scale, cast(x).scale)
+    with pytest.raises(ValueError, match="disagree"):
+        cast(x, 64, gran_k=32)
+    with pytest.raises(ValueError, match="disagree"):
+        cast(x, ue8m0=True, use_ue8m0=False)
+
+
 @pytest.mark.parametrize("cast,expected", [
     (quant.per_token_cast_to_fp8, lambda g, r, c: (g, r, -(-c // 128))),       # block recipe, A
     (quant.per_block_cast_to_fp8, lambda g, r, c: (g, -(-r // 128), -(-c // 128))),  # block recipe, B

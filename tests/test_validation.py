@@ -177,3 +177,39 @@ def test_prepacked_weights_against_their_layout():
     _raises(InvalidArgumentError, "prepacked from layout RR, but the call asks for layout RC", ckgemm.grouped_gemm,
             a, weights, layout="RC")
     assert [c.shape for c in ckgemm.grouped_gemm(a, weights)] == [(8, 16)] * 3
+
+
+@pytest.mark.parametrize("layout", ["RC", "RR"])
+def test_tensor_prepacked_weights_serve_every_form(layout):
+    """A PackedWeights from one [G, ., .] tensor (and its carried scales) works in the list forms too."""
+    gen = generator(f"prepack-forms-{layout}")
+    f8 = torch.float8_e4m3fn
+    g, m, n, k = 3, 5, 16, 200
+    b = rand_tensor((g, n, k) if layout == "RC" else (g, k, n), f8, gen)
+    a = rand_tensor((g * m, k), f8, gen)
+    sa, sb = torch.rand(g * m, generator=gen) + 0.5, torch.rand(g, n, generator=gen) + 0.5
+    weights = ckgemm.prepack(b, layout=layout, scales=sb)
+    sizes = torch.tensor([m] * g)
+    packed = ckgemm.grouped_gemm_packed(a, weights, sizes, scale_a=sa)
+    outs = ckgemm.grouped_gemm(list(a.split(m)), weights, scale_a=list(sa.split(m)))
+    assert torch.equal(torch.cat(outs), packed)
+    c = [torch.full((m, n), float("nan"), dtype=torch.bfloat16) for _ in range(g)]
+    ckgemm.grouped_gemm_out(list(a.split(m)), weights, c, scale_a=list(sa.split(m)))
+    assert torch.equal(torch.cat(c), packed)
+
+
+def test_prepack_refuses_bad_scales_and_list_weights_in_the_packed_form():
+    a, b = _groups(dtype=torch.int8)
+    stacked = torch.stack(b)
+    _raises(InvalidArgumentError, r"scales \(shape \(5,\).*fits no recipe.*\(3, 16\) = \[G, N\] \(row\)",
+            ckgemm.prepack, stacked, scales=torch.ones(5))
+    _raises(InvalidTypeError, "scales must be float32", ckgemm.prepack, stacked, scales=torch.ones(3, 16, dtype=F16))
+    _raises(InvalidArgumentError, "scales are for fp8 and int8 weights", ckgemm.prepack,
+            stacked.to(torch.bfloat16), scales=torch.ones(3))
+    _raises(InvalidArgumentError, r"scales\[1\] .*fits no recipe", ckgemm.prepack, b,
+            scales=[torch.ones(16), torch.ones(15), torch.ones(16)])
+    _raises(InvalidArgumentError, "scales has 2 entries but b has 3 groups", ckgemm.prepack, b,
+            scales=[torch.ones(16)] * 2)
+    listed = ckgemm.prepack(b, scales=[torch.ones(16)] * 3)
+    _raises(InvalidArgumentError, "prepacked from a list", ckgemm.grouped_gemm_packed, torch.cat(a), listed,
+            torch.tensor([8, 8, 8]), scale_a=torch.ones(24))

@@ -121,4 +121,4 @@ def _path(shape) -> str:
     m, n, k = shape
     if m == 0 or n == 0:
         return "skip:empty"
-    return "torch:zero-k" if k == 0 else "torch"
+    return "zero-k" if k == 0 else "torch"

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import device_info
+from . import device_info, kineto
+from .kineto import Breakdown, breakdown  # noqa: F401 - the per-kernel breakdown, also as bench(..., breakdown=True)
 
 
 def _ms(value):
@@ -71,6 +72,7 @@ class BenchResult:
     telemetry_before: dict | None = None
     telemetry_after: dict | None = None
     notes: list[str] = field(default_factory=list)
+    breakdown: Breakdown | None = None  # bench(..., breakdown=True): kernels and host gap of an eager call
 
     @property
     def median_ms(self) -> float:
@@ -104,11 +106,13 @@ class BenchResult:
     def to_dict(self) -> dict:
         return {**self.stats(), "warmup": self.warmup, "device": self.device, "times_ms": list(self.times_ms),
                 "telemetry_before": self.telemetry_before, "telemetry_after": self.telemetry_after,
-                "throttled": self.throttled, "notes": list(self.notes)}
+                "throttled": self.throttled, "notes": list(self.notes),
+                "breakdown": self.breakdown.rows() if self.breakdown is not None else None}
 
     def __str__(self) -> str:
         return (f"median {self.median_ms:.4g} ms (p10 {self.p10_ms:.4g}, p90 {self.p90_ms:.4g}, min {self.min_ms:.4g}; "
-                f"{len(self.times_ms)} iters, {self.method}, {self.cold})" + (" THROTTLED" if self.throttled else ""))
+                f"{len(self.times_ms)} iters, {self.method}, {self.cold})" + (" THROTTLED" if self.throttled else "")
+                + (f"; eager call: {self.breakdown}" if self.breakdown is not None else ""))
 
     # A timing is its median in ms wherever a number is expected.
     def __float__(self) -> float:
@@ -192,7 +196,7 @@ def capture_graph(call):
 
 def bench(fn, *, warmup: int = 5, iters: int = 30, rotate: list | None = None, flush: bool | None = None,
           graph: bool = False, device=None, telemetry: bool = True, sync: bool = False,
-          warmup_ms: float = 25.0) -> BenchResult:
+          warmup_ms: float = 25.0, breakdown: bool = False) -> BenchResult:
     """Time ``fn`` per iteration and summarise.
 
     fn:        a callable; with ``rotate`` it is called as ``fn(*rotate[i % len(rotate)])``.
@@ -208,6 +212,9 @@ def bench(fn, *, warmup: int = 5, iters: int = 30, rotate: list | None = None, f
                its whole host-side cost (Python, argument building, launches) is inside the timed
                window. Without it calls are queued back to back behind the flush, and host time shows
                only where it exceeds the device work already queued: kernel time, roughly.
+    breakdown: also run ``fn`` eagerly under the PyTorch profiler (``kineto.breakdown``: each call between
+               two synchronisations) and keep, in ``result.breakdown``, its per-kernel device time and the
+               host gap per call: where an eager call's time goes. Not timed with the iterations above.
     """
     if iters < 1 or warmup < 0 or not 0 <= warmup_ms < math.inf:
         raise ValueError(f"bench: need iters >= 1, warmup >= 0 and warmup_ms >= 0, got {iters}, {warmup}, {warmup_ms}")
@@ -217,7 +224,10 @@ def bench(fn, *, warmup: int = 5, iters: int = 30, rotate: list | None = None, f
     if not device_info.is_gpu(device):
         if graph:
             raise ValueError("bench: graph replay needs a GPU")
-        return _bench_cpu(calls, warmup, iters)
+        result = _bench_cpu(calls, warmup, iters)
+        if breakdown:
+            result.breakdown = kineto.breakdown(calls[0], iters=min(iters, 20), warmup=1, device=device)
+        return result
     before = device_info.read_telemetry(device) if telemetry else None
     with torch.cuda.device(device):
         result = _bench_gpu(calls, warmup, iters, device, flush if flush is not None else not rotate, graph, sync,
@@ -226,6 +236,9 @@ def bench(fn, *, warmup: int = 5, iters: int = 30, rotate: list | None = None, f
     result.telemetry_after = device_info.read_telemetry(device) if telemetry else None
     if result.throttled:
         result.notes.append("SM clock dropped by more than 10% during the run")
+    if breakdown:
+        with torch.cuda.device(device):
+            result.breakdown = kineto.breakdown(calls[0], iters=min(iters, 20), warmup=1, device=device)
     return result
 
 

@@ -159,6 +159,9 @@ def check(out, ref, *, rtol=None, atol=None, in_dtype: torch.dtype | None = None
     if (in_dtype is None) != (k is None) and rtol is None:
         raise ValueError("check: give in_dtype and k together (the GEMM-aware tolerance needs both), or neither "
                          "for torch.testing.assert_close's defaults")
+    if scaled and rtol is None and (in_dtype is None or k is None):
+        raise ValueError("check: scaled=True derives the scaled-GEMM tolerance from in_dtype (the quantized input "
+                         "dtype) and k; give both, or rtol and atol")
     n = len(outs)
     rtols, atols, ks = _per_group(rtol, n, "rtol"), _per_group(atol, n, "atol"), _per_group(k, n, "k")
     groups = []

@@ -23,6 +23,7 @@ class Breakdown:
     kernel_us: float  # per call, sum of device kernel time
     kernels: dict[str, float] = field(default_factory=dict)  # per call, by kernel name
     launches: float = 0.0  # kernels per call
+    on_gpu: bool = True  # False: a CPU run, which has no device kernels (its wall time is all host time)
 
     @property
     def host_gap_us(self) -> float:
@@ -38,6 +39,8 @@ class Breakdown:
         return out
 
     def __str__(self) -> str:
+        if not self.on_gpu:
+            return f"{self.wall_us:.1f} us/call wall (CPU run: no device kernels to separate from host time)"
         top = ", ".join(f"{name[:48]} {us:.1f}" for name, us in sorted(self.kernels.items(), key=lambda kv: -kv[1])[:4])
         return (f"{self.wall_us:.1f} us/call wall = {self.kernel_us:.1f} us in {self.launches:.1f} kernels "
                 f"+ {self.host_gap_us:.1f} us host gap [{top}]")
@@ -80,4 +83,4 @@ def breakdown(fn, *, iters: int = 20, warmup: int = 3, device=None) -> Breakdown
                 continue
             kernels[event.key] = kernels.get(event.key, 0.0) + us / iters
             launches += event.count
-    return Breakdown(iters, wall / iters * 1e6, sum(kernels.values()), kernels, launches / iters)
+    return Breakdown(iters, wall / iters * 1e6, sum(kernels.values()), kernels, launches / iters, gpu)

@@ -177,15 +177,38 @@ def cast_to_fp8(x: torch.Tensor, block: tuple[int | None, int | None], *, dtype=
     return Quantized(codes, scale, blk, str(dtype).replace("torch.", ""), tuple(x.shape), squeezed)
 
 
+def _deepgemm_spelling(fn: str, gran, ue8m0: bool, use_ue8m0, gran_k) -> tuple[int, bool]:
+    """DeepGEMM's spelling of the same casts: ``cast(x, use_ue8m0, gran_k=128)`` (its second positional
+    argument is the UE8M0 flag), accepted beside ckgemm's ``gran`` and ``ue8m0``."""
+    if isinstance(gran, bool):  # DeepGEMM's positional use_ue8m0
+        use_ue8m0, gran = gran if use_ue8m0 is None else use_ue8m0, 128
+    if use_ue8m0 is not None:
+        if ue8m0 and not use_ue8m0:
+            raise ValueError(f"{fn}: ue8m0=True and use_ue8m0=False disagree; give one")
+        ue8m0 = bool(use_ue8m0)
+    if gran_k is not None:
+        if gran != 128 and gran != gran_k:
+            raise ValueError(f"{fn}: gran={gran} and gran_k={gran_k} disagree; give one")
+        gran = gran_k
+    if not isinstance(gran, int) or gran < 1:
+        raise ValueError(f"{fn}: gran must be a positive int, got {gran!r}")
+    return gran, ue8m0
+
+
 def per_token_cast_to_fp8(x, gran: int = 128, *, dtype=torch.float8_e4m3fn, ue8m0: bool = False,
-                          amax_floor: float = DEFAULT_AMAX_FLOOR) -> Quantized:
-    """One scale per row and ``gran`` columns (1 x gran), the usual activation recipe."""
+                          amax_floor: float = DEFAULT_AMAX_FLOOR, use_ue8m0: bool | None = None,
+                          gran_k: int | None = None) -> Quantized:
+    """One scale per row and ``gran`` columns (1 x gran), the usual activation recipe. DeepGEMM's
+    ``per_token_cast_to_fp8(x, use_ue8m0, gran_k=128)`` spelling works too."""
+    gran, ue8m0 = _deepgemm_spelling("per_token_cast_to_fp8", gran, ue8m0, use_ue8m0, gran_k)
     return cast_to_fp8(x, (1, gran), dtype=dtype, ue8m0=ue8m0, amax_floor=amax_floor)
 
 
 def per_block_cast_to_fp8(x, gran: int = 128, *, dtype=torch.float8_e4m3fn, ue8m0: bool = False,
-                          amax_floor: float = DEFAULT_AMAX_FLOOR) -> Quantized:
-    """One scale per gran x gran block, the usual weight recipe."""
+                          amax_floor: float = DEFAULT_AMAX_FLOOR, use_ue8m0: bool | None = None,
+                          gran_k: int | None = None) -> Quantized:
+    """One scale per gran x gran block, the usual weight recipe (DeepGEMM's spelling works too)."""
+    gran, ue8m0 = _deepgemm_spelling("per_block_cast_to_fp8", gran, ue8m0, use_ue8m0, gran_k)
     return cast_to_fp8(x, (gran, gran), dtype=dtype, ue8m0=ue8m0, amax_floor=amax_floor)
 
 
@@ -202,8 +225,11 @@ def per_tensor_cast_to_fp8(x, *, dtype=torch.float8_e4m3fn, ue8m0: bool = False,
 
 
 def per_channel_cast_to_fp8(x, gran: int = 128, *, dtype=torch.float8_e4m3fn, ue8m0: bool = False,
-                            amax_floor: float = DEFAULT_AMAX_FLOOR) -> Quantized:
-    """One scale per column and ``gran`` rows (gran x 1), DeepGEMM's recipe for K-major wgrad operands."""
+                            amax_floor: float = DEFAULT_AMAX_FLOOR, use_ue8m0: bool | None = None,
+                            gran_k: int | None = None) -> Quantized:
+    """One scale per column and ``gran`` rows (gran x 1), DeepGEMM's recipe for K-major wgrad operands
+    (DeepGEMM's spelling works too)."""
+    gran, ue8m0 = _deepgemm_spelling("per_channel_cast_to_fp8", gran, ue8m0, use_ue8m0, gran_k)
     return cast_to_fp8(x, (gran, 1), dtype=dtype, ue8m0=ue8m0, amax_floor=amax_floor)
 
 
