@@ -30,10 +30,11 @@ def test_bad_input_catalogue_native_matches_reference():
 
 @pytest.mark.parametrize("dtype", [ckgemm.fp8_dtype_for(DEVICE) if torch.cuda.is_available() else torch.float16,
                                    torch.int8, torch.bfloat16], ids=["fp8", "int8", "bf16"])
-@pytest.mark.parametrize("form", ["list", "packed"])
+@pytest.mark.parametrize("form", ["list", "packed", "list-of-stacked"])
 def test_prepack_reads_rr_weights_once(dtype, form):
     """8-bit RR: per call B is transposed by the repack kernel (+transpose); prepacked, the call reads the
-    stored RC weights (no copy) and gives bit-identical results. 16-bit: prepack is a no-op wrapper."""
+    stored RC weights (no copy) and gives bit-identical results. 16-bit: prepack is a no-op wrapper.
+    list-of-stacked: weights prepacked from one [G, K, N] tensor, called in the list form."""
     sizes = [37, 0, 130, 64]
     n, k = 256, 192
     gen = generator(f"gpu-prepack-{dtype}-{form}")
@@ -49,7 +50,7 @@ def test_prepack_reads_rr_weights_once(dtype, form):
         a_list, b_list = list(a.split(sizes)), list(b)
         per_call = torch.cat(ckgemm.grouped_gemm(a_list, b_list, layout="RR"))
         per_call_paths = [p for p in ckgemm.last_dispatch().paths if p != "skip:empty"]
-        weights = ckgemm.prepack(b_list, layout="RR")
+        weights = ckgemm.prepack(b_list if form == "list" else b, layout="RR")
         packed = torch.cat(ckgemm.grouped_gemm(a_list, weights))
     paths = [p for p in ckgemm.last_dispatch().paths if p != "skip:empty"]
     transposes = dtype.itemsize == 1 and NATIVE == "cutlass"
@@ -62,6 +63,20 @@ def test_prepack_reads_rr_weights_once(dtype, form):
         assert torch.equal(packed.cpu(), ref.to(torch.int32).cpu())
     else:
         check(packed, ref, in_dtype=dtype, k=k, max_diff=FP8_MAX_DIFF if dtype.itemsize == 1 else None)
+
+
+def test_list_forms_compile_fullgraph_on_the_native_backend():
+    """The list forms' custom ops trace as one node each and run the native op inside (same bits)."""
+    gen = generator("gpu-compile-list")
+    a_list = [rand_tensor((m, 64), torch.bfloat16, gen, DEVICE) for m in (17, 0, 40)]
+    b_list = [rand_tensor((48, 64), torch.bfloat16, gen, DEVICE) for _ in range(3)]
+    eager = ckgemm.grouped_gemm(a_list, b_list)
+    compiled = torch.compile(lambda a, b: ckgemm.grouped_gemm(a, b), fullgraph=True, backend="aot_eager")(a_list, b_list)
+    assert all(torch.equal(x, y) for x, y in zip(compiled, eager))
+    c_list = [poison((m, 48), torch.bfloat16, DEVICE) for m in (17, 0, 40)]
+    torch.compile(lambda a, b, c: ckgemm.grouped_gemm_out(a, b, c), fullgraph=True, backend="aot_eager")(
+        a_list, b_list, c_list)
+    assert all(torch.equal(x, y) for x, y in zip(c_list, eager))
 
 
 def test_transpose_kernel_is_exact_with_odd_shapes():
