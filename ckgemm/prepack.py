@@ -87,12 +87,10 @@ def _check_scales(op, b, layout, dtype, scales) -> None:
     if dtype.itemsize != 1:
         raise InvalidArgumentError(f"{op}: scales given for {dtype} weights; scales are for fp8 and int8 weights",
                                    rule=Rule.SCALES_UNEXPECTED)
-    blocks = validate_scales.blocks
     if isinstance(b, torch.Tensor):
         g, n, k = (b.shape[0], b.shape[1], b.shape[2]) if layout == "RC" else (b.shape[0], b.shape[2], b.shape[1])
-        fits = {"[G] (tensor)": (g,), "[G, N] (row)": (g, n), "[G, ceil(N/128), ceil(K/128)] (block)": (g, blocks(n), blocks(k))}
         check_is_tensor(op, None, "scales", scales)
-        given = [("scales", scales, fits)]
+        given = [("scales", scales, validate_scales.packed_shapes(0, g, n, k))]
     else:
         check_sequence(op, "scales", scales, "float32 scale tensors")
         if len(scales) != len(b):
@@ -102,13 +100,13 @@ def _check_scales(op, b, layout, dtype, scales) -> None:
         for i, (x, s) in enumerate(zip(b, scales)):
             n, k = (x.shape[0], x.shape[1]) if layout == "RC" else (x.shape[1], x.shape[0])
             check_is_tensor(op, i, f"scales[{i}]", s)
-            given.append((f"scales[{i}]", s, {"[] (tensor)": (), f"[N_{i}] (row)": (n,),
-                                                f"[ceil(N_{i}/128), ceil(K_{i}/128)] (block)": (blocks(n), blocks(k))}))
-    for name, s, fits in given:
+            given.append((f"scales[{i}]", s, validate_scales.list_shapes(0, n, k, i)))
+    for name, s, by_recipe in given:  # scale_b's shape under each recipe
         if s.dtype != torch.float32:
             fail(op, None, name, s, f"scales must be float32, got {s.dtype}", Rule.SCALE_DTYPE, InvalidTypeError)
-        if tuple(s.shape) not in fits.values():
-            forms = ", ".join(f"{shape} = {what}" for what, shape in fits.items())
+        fits = {recipe: shapes[1] for recipe, shapes in by_recipe.items()}
+        if tuple(s.shape) not in [shape for shape, _ in fits.values()]:
+            forms = ", ".join(f"{shape} = {what}" for shape, what in fits.values())
             fail(op, None, name, s, f"fits no recipe for these weights; expected one of {forms}", Rule.SCALE_SHAPE)
 
 

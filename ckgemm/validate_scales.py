@@ -40,6 +40,26 @@ def _check_scale_tensor(op, group, name, s, device) -> None:
     check_no_grad(op, group, name, s)
 
 
+def list_shapes(m: int, n: int, k: int, g: int | str = "i") -> dict:
+    """{recipe: ((scale_a[g] shape, meaning), (scale_b[g] shape, meaning))} of one list-form group."""
+    return {
+        "tensor": (((), "[] (one value)"), ((), "[] (one value)")),
+        "row": (((m,), f"[M_{g}] (one per row of a[{g}])"), ((n,), f"[N_{g}] (one per output column)")),
+        "block": (((m, blocks(k)), f"[M_{g}, ceil(K_{g}/128)]"),
+                  ((blocks(n), blocks(k)), f"[ceil(N_{g}/128), ceil(K_{g}/128)]")),
+    }
+
+
+def packed_shapes(rows: int, groups: int, n: int, k: int) -> dict:
+    """{recipe: ((scale_a shape, meaning), (scale_b shape, meaning))} of a packed call."""
+    return {
+        "tensor": (((), "[] (one value)"), ((groups,), "[G] (one per expert)")),
+        "row": (((rows,), "[sum M] (one per row of a)"), ((groups, n), "[G, N] (one per expert and output column)")),
+        "block": (((rows, blocks(k)), "[sum M, ceil(K/128)]"), ((groups, blocks(n), blocks(k)),
+                                                               "[G, ceil(N/128), ceil(K/128)]")),
+    }
+
+
 def _forms(expected: dict, recipes=("tensor", "row", "block")) -> str:
     """The shapes each recipe wants, e.g. "tensor: scale_a () and scale_b (4,); row: ...", from
     {recipe: ((scale_a shape, meaning), (scale_b shape, meaning))}."""
@@ -111,12 +131,7 @@ def list_scales(op, rule: DtypeRule, device, shapes, scale_a, scale_b) -> str:
     for g, ((m, n, k), sa, sb) in enumerate(zip(shapes, scale_a, scale_b)):
         _check_scale_tensor(op, g, f"scale_a[{g}]", sa, device)
         _check_scale_tensor(op, g, f"scale_b[{g}]", sb, device)
-        expected = {
-            "tensor": (((), "[] (one value)"), ((), "[] (one value)")),
-            "row": (((m,), f"[M_{g}] (one per row of a[{g}])"), ((n,), f"[N_{g}] (one per output column)")),
-            "block": (((m, blocks(k)), f"[M_{g}, ceil(K_{g}/128)]"),
-                      ((blocks(n), blocks(k)), f"[ceil(N_{g}/128), ceil(K_{g}/128)]")),
-        }
+        expected = list_shapes(m, n, k, g)
         recipe = _check_recipe(op, g, rule, _recipe_of(op, g, f"scale_a[{g}]", sa, _A_RANKS, expected),
                                _recipe_of(op, g, f"scale_b[{g}]", sb, _A_RANKS, expected), first, sa, sb, expected)
         first = first or recipe
@@ -133,12 +148,7 @@ def packed_scales(op, rule: DtypeRule, device, rows: int, groups: int, n: int, k
         return "none"
     _check_scale_tensor(op, None, "scale_a", scale_a, device)
     _check_scale_tensor(op, None, "scale_b", scale_b, device)
-    expected_by_recipe = {
-        "tensor": (((), "[] (one value)"), ((groups,), "[G] (one per expert)")),
-        "row": (((rows,), "[sum M] (one per row of a)"), ((groups, n), "[G, N] (one per expert and output column)")),
-        "block": (((rows, blocks(k)), "[sum M, ceil(K/128)]"), ((groups, blocks(n), blocks(k)),
-                                                               "[G, ceil(N/128), ceil(K/128)]")),
-    }
+    expected_by_recipe = packed_shapes(rows, groups, n, k)
     recipe = _check_recipe(
         op, None, rule,
         _recipe_of(op, None, "scale_a", scale_a, _A_RANKS, expected_by_recipe),

@@ -201,7 +201,7 @@ def test_tensor_prepacked_weights_serve_every_form(layout):
 def test_prepack_refuses_bad_scales_and_list_weights_in_the_packed_form():
     a, b = _groups(dtype=torch.int8)
     stacked = torch.stack(b)
-    _raises(InvalidArgumentError, r"scales \(shape \(5,\).*fits no recipe.*\(3, 16\) = \[G, N\] \(row\)",
+    _raises(InvalidArgumentError, r"scales \(shape \(5,\).*fits no recipe.*\(3, 16\) = \[G, N\] \(one per expert",
             ckgemm.prepack, stacked, scales=torch.ones(5))
     _raises(InvalidTypeError, "scales must be float32", ckgemm.prepack, stacked, scales=torch.ones(3, 16, dtype=F16))
     _raises(InvalidArgumentError, "scales are for fp8 and int8 weights", ckgemm.prepack,
