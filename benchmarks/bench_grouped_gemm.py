@@ -95,7 +95,7 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
     for name, t in timings.items():
         extra = {"graph_ms": graph[name]} if name in graph else {}
         if name.startswith("ckgemm"):
-            extra["config"] = path.summary
+            extra["config"] = path.config_summary
             if best_peer is not None:
                 extra["vs_best_peer"] = peers[best_peer] / t.median_ms
         report.add(op=name, backend=path.backend if name.startswith("ckgemm") else "torch", time=t, **common, **extra)

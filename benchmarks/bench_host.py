@@ -79,7 +79,7 @@ def timed_row(name, dtype_name, label, fn, args, device, report) -> dict:
            "e2e - graph us": None if graph is None else e2e - graph, "host loop us": host_loop_us(fn, args.iters),
            "kernels/call": split.launches, "kernel us": split.kernel_us, "host gap us": split.host_gap_us}
     if label.startswith("ckgemm"):
-        row["config"] = ckgemm.last_dispatch().summary
+        row["config"] = ckgemm.last_dispatch().config_summary
     report.add(op=label, backend="ckgemm" if label.startswith("ckgemm") else "torch", dtype=dtype_name,
                shape=name, config=row.get("config", ""), time={"median_ms": e2e / 1e3},
                graph_ms=None if graph is None else graph / 1e3, host_loop_us=row["host loop us"],

@@ -53,7 +53,7 @@ def rr_case(name, dtype, device, args, report) -> list[dict]:
     timed = dict(warmup=args.warmup, iters=args.iters, device=device)
     for label, fn in forms.items():
         fn()
-        path = ckgemm.last_dispatch().summary
+        path = ckgemm.last_dispatch().config_summary
         e2e = bench(fn, sync=True, **timed).median_ms
         graph = bench(fn, graph=True, **timed).median_ms
         rows.append({"case": name, "dtype": str(dtype).replace("torch.", ""), "form": label, "e2e ms": e2e,

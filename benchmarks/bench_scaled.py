@@ -113,7 +113,7 @@ def run(name, recipe, dtype, args, device, report, ceilings):
     call()
     ref = grouped_gemm_reference_packed((a, sa), (b, sb), sizes)
     verify(out, ref, dtype, k, f"{name} {recipe}")
-    config = ckgemm.last_dispatch().summary
+    config = ckgemm.last_dispatch().config_summary
     notes, peer, peer_name = [], None, None
     if dtype != torch.int8 and recipe in ("block", "row"):
         peer_name = "DeepGEMM" if recipe == "block" else "_scaled_grouped_mm"

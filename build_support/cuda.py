@@ -26,7 +26,7 @@ _ABI_TO_FILTER = {"F16": "fp16", "BF16": "bf16", "FP8_E4M3": "fp8", "I8": "int8"
 
 
 # Everything but the instances: the torch bindings and executor, the verifier, the CUTLASS runner and rules.
-NATIVE_SOURCES = SHARED_SOURCES + ["csrc/cuda/runner.cu", "csrc/cuda/rules.cpp"]
+NATIVE_SOURCES = SHARED_SOURCES + ["csrc/cuda/runner.cu", "csrc/cuda/rules.cpp", "csrc/cuda/stages.cu"]
 
 
 def cutlass_include_dirs() -> list[str]:

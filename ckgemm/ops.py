@@ -28,12 +28,23 @@ class Dispatch:
     paths: tuple[str, ...]
     recipe: str = "none"
     out_dtype: str = ""
+    stages: tuple[int, ...] = ()  # per group, the kernel's mainloop stages (0: no kernel, or not reported)
 
     @property
     def summary(self) -> str:
         """The distinct paths with their group counts, e.g. 'cutlass:coop_128x256x64_c1x2 x3, skip:empty x1'."""
+        return self._counted()
+
+    @property
+    def config_summary(self) -> str:
+        """``summary`` with each native kernel's mainloop stages, e.g. 'cutlass:coop_128x256x64_c1x2 (4 stages)
+        x3, skip:empty x1': the config op_tests and the benchmarks log (schedule, tile, cluster, stages)."""
+        stages = self.stages or (0,) * len(self.paths)
+        return self._counted([f"{p} ({s} stages)" if s else p for p, s in zip(self.paths, stages)])
+
+    def _counted(self, labels=None) -> str:
         counts: dict[str, int] = {}
-        for p in self.paths:
+        for p in self.paths if labels is None else labels:
             counts[p] = counts.get(p, 0) + 1
         return ", ".join(f"{p} x{c}" for p, c in counts.items())
 
@@ -53,8 +64,8 @@ def last_dispatch() -> Dispatch | None:
     groups were empty is known only on the device."""
     native = getattr(_LAST, "native", None)
     if native is not None:
-        op, dtype, layout, recipe, out, paths = native.last_dispatch_fields()
-        _LAST.dispatch, _LAST.native = Dispatch(op, native.NAME, layout, dtype, paths, recipe, out), None
+        op, dtype, layout, recipe, out, paths, stages = native.last_dispatch_fields()
+        _LAST.dispatch, _LAST.native = Dispatch(op, native.NAME, layout, dtype, paths, recipe, out, stages), None
     return getattr(_LAST, "dispatch", None)
 
 

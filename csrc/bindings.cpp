@@ -11,6 +11,7 @@
 #include "common/verify_op.h"
 #include "eager.h"
 #include "execute.h"
+#include "instance_stages.h"
 #if __has_include("ckgemm_build_info.h")
 #include "ckgemm_build_info.h"  // build/generated: what this build was made from (build_support/__init__.py)
 #endif
@@ -50,6 +51,7 @@ std::vector<py::dict> instances() {
     d["tile"] = py::make_tuple(i.tile_m, i.tile_n, i.tile_k);
     d["cluster"] = py::make_tuple(i.cluster_m, i.cluster_n);
     d["any_output"] = i.any_output;
+    d["stages"] = ckgemm::instance_stages(id);  // 0: not reported by this backend
     out.push_back(d);
   }
   return out;
@@ -99,7 +101,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("backend_kind", [] { return std::string(ckgemm::backend_name()); });
   m.def("built_archs", &built_archs, "GPU archs of a ROCm build (empty for CUDA builds)");
   m.def("instance_names", &instance_names, "display names of the instances, by id");
-  m.def("instances", &instances, "every instance of this build, with its kind, tile and cluster");
+  m.def("instances", &instances, "every instance of this build, with its kind, tile, cluster and stages");
   m.def("last_report", &last_report, "(op, dtype, layout, recipe, out, routes) of this thread's last native call");
   ckgemm::register_eager(m);
 #ifdef CKGEMM_BUILD_INFO

@@ -95,7 +95,7 @@ def main() -> int:
         print(f"check_cuda_compile: {exc}", file=sys.stderr)
         return 2
     dtypes = cuda.selected_dtypes()
-    sources = ["csrc/cuda/runner.cu", "csrc/cuda/rules.cpp"] + cuda.instance_sources(dtypes)
+    sources = ["csrc/cuda/runner.cu", "csrc/cuda/rules.cpp", "csrc/cuda/stages.cu"] + cuda.instance_sources(dtypes)
     if args.subset == "ci":
         keep = ci_subset(cuda.instance_table())
         sources = [s for s in sources if not s.startswith("csrc/cuda/instances/") or Path(s).stem in keep]

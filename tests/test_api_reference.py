@@ -189,6 +189,27 @@ def test_aliases_and_dispatch_record():
     record = ckgemm.last_dispatch()
     assert record.op == "grouped_gemm_out" and record.backend == "torch" and record.paths == ("torch",)
     assert "torch x1" in str(record)
+    assert record.config_summary == record.summary == "torch x1"  # no native kernel: no stages to add
+
+
+def test_config_summary_adds_each_native_kernels_stages():
+    """The logged config: schedule, tile and cluster (the name) and the mainloop stages the extension reports
+    per group (instances of one name differ by dtype and recipe, so stages travel with the route, by id)."""
+    from ckgemm.backends import routes
+    from ckgemm.ops import Dispatch
+
+    kernel = lambda instance, flags=0: routes.KIND_KERNEL | instance << 4 | flags << 16  # noqa: E731
+    report = (2, 1, 0, 0, 1, [kernel(0), routes.KIND_EMPTY, kernel(0, routes.FLAG_REPACK_A), kernel(2),
+                               routes.KIND_ZERO_K, kernel(1), kernel(0)])
+    fields = routes.decode_report("cutlass", report, ["coop_128x256x64_c1x2", "pingpong_64x128x128", "big"], (4, 9, 0))
+    assert fields[6] == (4, 0, 4, 0, 0, 9, 4)
+    d = Dispatch(*fields[:1], "cutlass", fields[2], fields[1], fields[5], fields[3], fields[4], fields[6])
+    assert d.summary == ("cutlass:coop_128x256x64_c1x2 x2, skip:empty x1, cutlass:coop_128x256x64_c1x2+repack x1, "
+                         "cutlass:big x1, zero-k x1, cutlass:pingpong_64x128x128 x1")
+    assert d.config_summary == ("cutlass:coop_128x256x64_c1x2 (4 stages) x2, skip:empty x1, "
+                                "cutlass:coop_128x256x64_c1x2+repack (4 stages) x1, cutlass:big x1, zero-k x1, "
+                                "cutlass:pingpong_64x128x128 (9 stages) x1")
+    assert routes.decode_report("cutlass", report, ["a", "b", "c"])[6] == (0,) * 7  # an extension without stages
 
 
 class _StubNative:
@@ -203,7 +224,7 @@ class _StubNative:
         return torch.zeros(a.shape[0], b.shape[1], dtype=torch.float32)
 
     def last_dispatch_fields(self):
-        return "grouped_gemm_packed", "bf16", "RC", "none", "float32", ("stub:k",)
+        return "grouped_gemm_packed", "bf16", "RC", "none", "float32", ("stub:k",), (0,)
 
 
 def test_a_native_backend_runs_tensor_subclasses_once_with_or_without_check_sizes(monkeypatch):

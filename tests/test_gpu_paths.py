@@ -79,6 +79,22 @@ def test_list_forms_compile_fullgraph_on_the_native_backend():
     assert all(torch.equal(x, y) for x, y in zip(c_list, eager))
 
 
+def test_the_logged_config_carries_each_kernels_stages():
+    """ckgemm._C.instances() reports every CUTLASS instance's mainloop stages (CK: 0, not reported), and the
+    config op_tests and the benchmarks log (Dispatch.config_summary) carries them."""
+    infos = ckgemm.backends.native._C.instances()
+    assert all(i["stages"] >= 2 for i in infos) if NATIVE == "cutlass" else all(i["stages"] == 0 for i in infos)
+    gen = generator("gpu-config-stages")
+    ckgemm.grouped_gemm([rand_tensor((200, 64), torch.bfloat16, gen, DEVICE)],
+                        [rand_tensor((256, 64), torch.bfloat16, gen, DEVICE)])
+    record = ckgemm.last_dispatch()
+    (path,), (stages,) = record.paths, record.stages
+    bf16 = ckgemm.rule_for(torch.bfloat16).abi_code
+    assert stages == next(i["stages"] for i in infos if i["name"] == path.split(":")[1] and i["dtype"] == bf16
+                          and i["scaling"] == 0)
+    assert record.config_summary == (f"{path} ({stages} stages) x1" if stages else f"{path} x1")
+
+
 def test_transpose_kernel_is_exact_with_odd_shapes():
     for shape in [(3, 130, 77), (1, 7, 4099), (2, 300, 64)]:
         x = torch.randint(-128, 128, shape, dtype=torch.int8, device=DEVICE)

@@ -49,6 +49,17 @@ def device_reason(name: str, device: torch.device) -> str | None:
     return None
 
 
+_STAGES: tuple[int, ...] | None = None
+
+
+def _stage_table() -> tuple[int, ...]:
+    """Each instance's mainloop stages, by id (0 where the extension reports none)."""
+    global _STAGES
+    if _STAGES is None:
+        _STAGES = tuple(int(i.get("stages", 0)) for i in _C.instances())
+    return _STAGES
+
+
 _compiling = torch.compiler.is_compiling
 LAYOUT_CODES = {None: 0, "RC": 0, "RR": 1}  # anything else: -1, which the native validator rejects
 
@@ -126,8 +137,8 @@ class NativeBackend:
         return self.NAME == "cutlass" and dtype.itemsize == 1 and layout == "RR"
 
     def last_dispatch_fields(self):
-        """(op, dtype name, layout, recipe, out dtype, paths) of this thread's last native call."""
-        return routes.decode_report(self.NAME, _C.last_report(), _C.instance_names())
+        """(op, dtype name, layout, recipe, out dtype, paths, stages) of this thread's last native call."""
+        return routes.decode_report(self.NAME, _C.last_report(), _C.instance_names(), _stage_table())
 
 
 def _scale_lists(scale_a, scale_b):

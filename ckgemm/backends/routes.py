@@ -50,11 +50,15 @@ def path(backend: str, route: int, names) -> str:
     return text
 
 
-def decode_report(backend: str, report, names):
-    """(op, dtype name, layout, recipe, output dtype name, paths) from ``ckgemm._C.last_report()``."""
+def decode_report(backend: str, report, names, stages=()):
+    """(op, dtype name, layout, recipe, output dtype name, paths, stages) from ``ckgemm._C.last_report()``;
+    ``stages``: each instance's mainloop stages by id (``ckgemm._C.instances()``), 0 per group without a
+    kernel or where the backend reports none."""
     from ..dtypes import DTYPE_TABLE
 
     op_code, dtype_code, layout_code, recipe_code, out_code, codes = report
     dtype = next(r.name for r in DTYPE_TABLE if r.abi_code == dtype_code)
+    per_group = tuple(stages[instance(c)] if kind(c) == KIND_KERNEL and instance(c) < len(stages) else 0
+                      for c in codes)
     return (OPS[op_code], dtype, LAYOUTS[layout_code], RECIPES[recipe_code], OUT_DTYPES[out_code],
-            tuple(path(backend, c, names) for c in codes))
+            tuple(path(backend, c, names) for c in codes), per_group)

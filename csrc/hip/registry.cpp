@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "../instance_stages.h"
 #include "instance.h"
 #include "rules.h"
 #include "selection.h"
@@ -53,6 +54,9 @@ const Table& instance_table() {
 const char* backend_name() { return "ck"; }
 
 int instance_count() { return ck::instance_table().count; }
+
+// CK-tile's pipelines fix their own prefetch depth inside the pipeline type; not reported here.
+int instance_stages(int) { return 0; }
 
 const InstanceInfo& instance_info(int id) {
   static const InstanceInfo none{"(no such CK instance)", Kind{DType::F16, OutType::F16, Layout::RC, Scaling::None},

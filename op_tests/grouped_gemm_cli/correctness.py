@@ -119,10 +119,10 @@ def judge(outs, refs, dtype: torch.dtype, ks, name: str, scaled: bool = False) -
 
 def kernel_config(dispatch) -> str:
     """The distinct paths of a dispatch record with their group counts, e.g.
-    'cutlass:coop_128x256x64_c1x2 x3, skip:empty x1'."""
+    'cutlass:coop_128x256x64_c1x2 (4 stages) x3, skip:empty x1', with each kernel's stages."""
     if dispatch is None:
         return "?"
-    return dispatch.summary or "no groups"
+    return dispatch.config_summary or "no groups"
 
 
 def cell_row(variant: Variant, layout: str, item, outcome: Outcome, backend) -> dict:
