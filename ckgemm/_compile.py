@@ -59,17 +59,19 @@ def packed(a, b, group_sizes, layout, out, backend, check_sizes, scale_a, scale_
 
 @torch.library.custom_op("ckgemm::grouped_gemm", mutates_args=())
 def list_op(a_list: List[torch.Tensor], b_list: List[torch.Tensor], layout: Optional[str], backend: Optional[str],
-            scale_a: List[torch.Tensor], scale_b: List[torch.Tensor],
+            scale_a: List[torch.Tensor], scale_b: List[torch.Tensor], scales_given: int,
             out_dtype: Optional[torch.dtype]) -> List[torch.Tensor]:
     from .ops import grouped_gemm
 
-    return grouped_gemm(a_list, b_list, layout=layout, backend=backend, scale_a=scale_a or None,
-                        scale_b=scale_b or None, out_dtype=out_dtype)
+    sa, sb = _given(scale_a, scale_b, scales_given)
+    return grouped_gemm(a_list, b_list, layout=layout, backend=backend, scale_a=sa, scale_b=sb, out_dtype=out_dtype)
 
 
 @list_op.register_fake
-def _list_fake(a_list, b_list, layout, backend, scale_a, scale_b, out_dtype):
-    dtype = _out_dtype(a_list[0], scale_a or None, out_dtype)
+def _list_fake(a_list, b_list, layout, backend, scale_a, scale_b, scales_given, out_dtype):
+    if not a_list:  # the call raises at run time, as eagerly
+        return []
+    dtype = _out_dtype(a_list[0], scale_a if scales_given & 1 else None, out_dtype)
     return [a.new_empty((a.shape[0], b.shape[1] if layout == "RR" else b.shape[0]), dtype=dtype)
             for a, b in zip(a_list, b_list)]
 
@@ -77,23 +79,33 @@ def _list_fake(a_list, b_list, layout, backend, scale_a, scale_b, out_dtype):
 @torch.library.custom_op("ckgemm::grouped_gemm_out", mutates_args=("c_list",))
 def list_out_op(a_list: List[torch.Tensor], b_list: List[torch.Tensor], c_list: List[torch.Tensor],
                 layout: Optional[str], backend: Optional[str], scale_a: List[torch.Tensor],
-                scale_b: List[torch.Tensor], out_dtype: Optional[torch.dtype]) -> None:
+                scale_b: List[torch.Tensor], scales_given: int, out_dtype: Optional[torch.dtype]) -> None:
     from .ops import grouped_gemm_out
 
-    grouped_gemm_out(a_list, b_list, c_list, layout=layout, backend=backend, scale_a=scale_a or None,
-                     scale_b=scale_b or None, out_dtype=out_dtype)
+    sa, sb = _given(scale_a, scale_b, scales_given)
+    grouped_gemm_out(a_list, b_list, c_list, layout=layout, backend=backend, scale_a=sa, scale_b=sb,
+                     out_dtype=out_dtype)
 
 
 @list_out_op.register_fake
-def _list_out_fake(a_list, b_list, c_list, layout, backend, scale_a, scale_b, out_dtype):
+def _list_out_fake(a_list, b_list, c_list, layout, backend, scale_a, scale_b, scales_given, out_dtype):
     return None
 
 
+def _given(scale_a, scale_b, scales_given: int):
+    """The scale lists as the user gave them: None where not given (an empty list given stays a list)."""
+    return (scale_a if scales_given & 1 else None), (scale_b if scales_given & 2 else None)
+
+
 def listed(a_list, b_list, c_list, layout, backend, scale_a, scale_b, out_dtype):
-    """The compiled-graph form of ``ops.grouped_gemm`` (``c_list`` None) and ``ops.grouped_gemm_out``; the
-    ops' schemas take no optional lists, so unscaled calls pass empty scale lists."""
-    seq = (lambda x: [] if x is None else list(x))
+    """The compiled-graph form of ``ops.grouped_gemm`` (``c_list`` None) and ``ops.grouped_gemm_out``. The
+    ops' schemas take no optional lists: ``scales_given`` says which scale lists were given. Only lists and
+    tuples become lists; anything else (a stacked tensor, say) reaches the schema, which refuses it, so a
+    compiled call never computes what the eager call rejects (the eager validation runs inside the op)."""
+    seq = (lambda x: list(x) if type(x) in (list, tuple) else x)
+    given = int(scale_a is not None) | int(scale_b is not None) << 1
+    sa, sb = seq(scale_a) if scale_a is not None else [], seq(scale_b) if scale_b is not None else []
     if c_list is None:
-        return list_op(list(a_list), list(b_list), layout, backend, seq(scale_a), seq(scale_b), out_dtype)
-    list_out_op(list(a_list), list(b_list), list(c_list), layout, backend, seq(scale_a), seq(scale_b), out_dtype)
-    return list(c_list)
+        return list_op(seq(a_list), seq(b_list), layout, backend, sa, sb, given, out_dtype)
+    list_out_op(seq(a_list), seq(b_list), seq(c_list), layout, backend, sa, sb, given, out_dtype)
+    return c_list

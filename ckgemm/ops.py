@@ -100,7 +100,7 @@ def grouped_gemm(a_list, b_list, *, layout: str | None = None, backend: str | No
     """
     op = "grouped_gemm"
     b_list, layout, scale_b = prepack.unwrap(op, b_list, layout, scale_b)
-    if torch.compiler.is_compiling():  # one opaque node for Dynamo; the eager path runs inside it
+    if torch.compiler.is_compiling() and _first_ok(a_list):  # one opaque node; the eager path runs inside it
         return _compile.listed(a_list, b_list, None, layout, backend, scale_a, scale_b, out_dtype)
     native = backends.native_for(backend, a_list[0]) if _first_ok(a_list) else None
     if native is not None:
@@ -128,7 +128,7 @@ def grouped_gemm_out(a_list, b_list, c_list, *, layout: str | None = None, backe
     """
     op = "grouped_gemm_out"
     b_list, layout, scale_b = prepack.unwrap(op, b_list, layout, scale_b)
-    if torch.compiler.is_compiling():
+    if torch.compiler.is_compiling() and _first_ok(a_list):
         return _compile.listed(a_list, b_list, c_list, layout, backend, scale_a, scale_b, out_dtype)
 
     def check():

@@ -10,7 +10,8 @@ around the tensors as they are, so serving code can call it unconditionally.
 Every form takes a ``PackedWeights`` in place of ``b``: the call's ``layout`` (if given) must be the
 layout the weights were packed from, and ``scale_b`` comes from the weights unless given. Weights packed
 from one [G, ., .] tensor serve the list forms too (one view per expert, their scales alike); weights
-packed from a list serve the list forms only. Scales are checked against the recipes here, once.
+packed from a list serve the list forms only. Scales are checked against the recipes when packed (and
+again by each call, with the activations' scales).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import torch
 from . import backends
 from . import validate_scales
 from ._checks import check_is_tensor, check_sequence, check_tensor, fail
-from .errors import InvalidArgumentError, InvalidTypeError, Rule
+from .errors import InvalidArgumentError, Rule
 from .validate import check_layout
 
 
@@ -80,8 +81,9 @@ def prepack(b, *, layout: str | None = None, scales=None, backend: str | None = 
 
 
 def _check_scales(op, b, layout, dtype, scales) -> None:
-    """The weights' scales fit one recipe of the form they were given in (validate_scales.py's table), so a
-    wrong scale is refused here rather than at the first call."""
+    """The weights' scales as scale_b of the form they were given in: float32 on the weights' device, one
+    recipe for every entry (validate_scales.py's shapes), block scales for fp8 only. The call checks them
+    again with the activations' scales; this catches a wrong scale when the weights are packed."""
     if scales is None:
         return
     if dtype.itemsize != 1:
@@ -90,7 +92,7 @@ def _check_scales(op, b, layout, dtype, scales) -> None:
     if isinstance(b, torch.Tensor):
         g, n, k = (b.shape[0], b.shape[1], b.shape[2]) if layout == "RC" else (b.shape[0], b.shape[2], b.shape[1])
         check_is_tensor(op, None, "scales", scales)
-        given = [("scales", scales, validate_scales.packed_shapes(0, g, n, k))]
+        given = [(None, "scales", scales, validate_scales.packed_shapes(0, g, n, k), b.device)]
     else:
         check_sequence(op, "scales", scales, "float32 scale tensors")
         if len(scales) != len(b):
@@ -100,14 +102,22 @@ def _check_scales(op, b, layout, dtype, scales) -> None:
         for i, (x, s) in enumerate(zip(b, scales)):
             n, k = (x.shape[0], x.shape[1]) if layout == "RC" else (x.shape[1], x.shape[0])
             check_is_tensor(op, i, f"scales[{i}]", s)
-            given.append((f"scales[{i}]", s, validate_scales.list_shapes(0, n, k, i)))
-    for name, s, by_recipe in given:  # scale_b's shape under each recipe
-        if s.dtype != torch.float32:
-            fail(op, None, name, s, f"scales must be float32, got {s.dtype}", Rule.SCALE_DTYPE, InvalidTypeError)
-        fits = {recipe: shapes[1] for recipe, shapes in by_recipe.items()}
-        if tuple(s.shape) not in [shape for shape, _ in fits.values()]:
-            forms = ", ".join(f"{shape} = {what}" for shape, what in fits.values())
-            fail(op, None, name, s, f"fits no recipe for these weights; expected one of {forms}", Rule.SCALE_SHAPE)
+            given.append((i, f"scales[{i}]", s, validate_scales.list_shapes(0, n, k, i), x.device))
+    first = None
+    for group, name, s, by_recipe, device in given:  # scale_b's shape under each recipe
+        validate_scales.check_scale_tensor(op, group, name, s, device)
+        recipes = [r for r, shapes in by_recipe.items() if tuple(s.shape) == shapes[1][0]]
+        if not recipes:
+            forms = ", ".join(f"{shapes[1][0]} = {shapes[1][1]}" for shapes in by_recipe.values())
+            fail(op, group, name, s, f"fits no recipe for these weights; expected one of {forms}", Rule.SCALE_SHAPE)
+        recipe = recipes[0]
+        if recipe == "block" and not dtype.is_floating_point:
+            fail(op, group, name, s, f"block scales are for fp8 weights; {dtype} takes tensor or row scales",
+                 Rule.SCALE_RECIPE_DTYPE)
+        if first is not None and recipe != first:
+            fail(op, group, name, s, f"{recipe} scales, but scales[0] is {first}-wise; one recipe for every expert",
+                 Rule.SCALE_RECIPE)
+        first = first or recipe
 
 
 def _scales(scales):

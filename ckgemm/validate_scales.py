@@ -31,7 +31,8 @@ def blocks(x: int) -> int:
     return -(-x // BLOCK)
 
 
-def _check_scale_tensor(op, group, name, s, device) -> None:
+def check_scale_tensor(op, group, name, s, device) -> None:
+    """A float32 tensor on the inputs' device that needs no grad."""
     check_is_tensor(op, group, name, s)
     if s.dtype != torch.float32:
         fail(op, group, name, s, f"scales must be float32, got {s.dtype}", Rule.SCALE_DTYPE, InvalidTypeError)
@@ -67,11 +68,17 @@ def _forms(expected: dict, recipes=("tensor", "row", "block")) -> str:
                      f"{expected[r][1][1]}" for r in recipes)
 
 
-def _recipe_of(op, group, name, s, ranks: dict, expected: dict) -> str:
+def _recipe_of(op, group, name, s, ranks: dict, expected: dict, rule: DtypeRule) -> str:
     recipe = ranks.get(s.dim())
     if recipe is None:
-        fail(op, group, name, s, f"a {s.dim()}-D scale fits no recipe; expected {_forms(expected)}", Rule.SCALE_SHAPE)
+        fail(op, group, name, s, f"a {s.dim()}-D scale fits no recipe; expected {_forms(expected, _recipes(rule))}",
+             Rule.SCALE_SHAPE)
     return recipe
+
+
+def _recipes(rule: DtypeRule) -> tuple[str, ...]:
+    """The recipes an input dtype takes: block scales are for fp8 only."""
+    return ("tensor", "row", "block") if rule.input.is_floating_point else ("tensor", "row")
 
 
 def _check_recipe(op, group, rule: DtypeRule, recipe_a: str, recipe_b: str, first: str | None, sa, sb,
@@ -79,7 +86,7 @@ def _check_recipe(op, group, rule: DtypeRule, recipe_a: str, recipe_b: str, firs
     """The call's recipe, read from the scales' ranks; ``expected`` ({recipe: shapes}) names what each
     recipe would take, so a scale of the wrong rank is told the shape it should have."""
     suffix = f"[{group}]" if group is not None else ""
-    recipes = ("tensor", "row", "block") if rule.input.is_floating_point else ("tensor", "row")
+    recipes = _recipes(rule)
     if recipe_a != recipe_b:
         fail(op, group, "scale_b" + suffix, sb,
              f"recipe mix: scale_a is {recipe_a}-wise but scale_b is {recipe_b}-wise; both must use one recipe, "
@@ -94,10 +101,13 @@ def _check_recipe(op, group, rule: DtypeRule, recipe_a: str, recipe_b: str, firs
     return recipe_a
 
 
-def _check_layout_of(op, group, name, s, expected: tuple[int, ...], recipe: str, meaning: str) -> None:
+def _check_layout_of(op, group, name, s, expected: tuple[int, ...], recipe: str, meaning: str,
+                     row_length: int | None = None) -> None:
+    """``row_length``: this scale's length under the 1-D row recipe (list forms, packed scale_a), for the
+    hint to a torch._scaled_mm-style [M, 1] / [1, N] scale of that many values."""
     if tuple(s.shape) != expected:
         hint = ""
-        if s.dim() == 2 and 1 in s.shape:  # torch._scaled_mm's row-wise [M, 1] / [1, N]
+        if row_length is not None and s.dim() == 2 and 1 in s.shape and s.numel() == row_length:
             hint = "; row-wise scales are 1-D here ([M] for A, [N] for B), not torch._scaled_mm's [M, 1] / [1, N]"
         fail(op, group, name, s, f"the {recipe} recipe expects shape {expected} = {meaning}{hint}", Rule.SCALE_SHAPE)
     if not s.is_contiguous():
@@ -129,16 +139,16 @@ def list_scales(op, rule: DtypeRule, device, shapes, scale_a, scale_b) -> str:
                                        rule=Rule.LIST_LENGTH)
     first = None
     for g, ((m, n, k), sa, sb) in enumerate(zip(shapes, scale_a, scale_b)):
-        _check_scale_tensor(op, g, f"scale_a[{g}]", sa, device)
-        _check_scale_tensor(op, g, f"scale_b[{g}]", sb, device)
+        check_scale_tensor(op, g, f"scale_a[{g}]", sa, device)
+        check_scale_tensor(op, g, f"scale_b[{g}]", sb, device)
         expected = list_shapes(m, n, k, g)
-        recipe = _check_recipe(op, g, rule, _recipe_of(op, g, f"scale_a[{g}]", sa, _A_RANKS, expected),
-                               _recipe_of(op, g, f"scale_b[{g}]", sb, _A_RANKS, expected), first, sa, sb, expected)
+        recipe = _check_recipe(op, g, rule, _recipe_of(op, g, f"scale_a[{g}]", sa, _A_RANKS, expected, rule),
+                               _recipe_of(op, g, f"scale_b[{g}]", sb, _A_RANKS, expected, rule), first, sa, sb, expected)
         first = first or recipe
         if recipe != "tensor":
             (sa_shape, sa_meaning), (sb_shape, sb_meaning) = expected[recipe]
-            _check_layout_of(op, g, f"scale_a[{g}]", sa, sa_shape, recipe, sa_meaning)
-            _check_layout_of(op, g, f"scale_b[{g}]", sb, sb_shape, recipe, sb_meaning)
+            _check_layout_of(op, g, f"scale_a[{g}]", sa, sa_shape, recipe, sa_meaning, m)
+            _check_layout_of(op, g, f"scale_b[{g}]", sb, sb_shape, recipe, sb_meaning, n)
     return first
 
 
@@ -146,16 +156,16 @@ def packed_scales(op, rule: DtypeRule, device, rows: int, groups: int, n: int, k
     """The recipe of a packed call ("none" when unscaled)."""
     if not _common(op, rule, scale_a, scale_b):
         return "none"
-    _check_scale_tensor(op, None, "scale_a", scale_a, device)
-    _check_scale_tensor(op, None, "scale_b", scale_b, device)
+    check_scale_tensor(op, None, "scale_a", scale_a, device)
+    check_scale_tensor(op, None, "scale_b", scale_b, device)
     expected_by_recipe = packed_shapes(rows, groups, n, k)
     recipe = _check_recipe(
         op, None, rule,
-        _recipe_of(op, None, "scale_a", scale_a, _A_RANKS, expected_by_recipe),
-        _recipe_of(op, None, "scale_b", scale_b, _PACKED_B_RANKS, expected_by_recipe),
+        _recipe_of(op, None, "scale_a", scale_a, _A_RANKS, expected_by_recipe, rule),
+        _recipe_of(op, None, "scale_b", scale_b, _PACKED_B_RANKS, expected_by_recipe, rule),
         None, scale_a, scale_b, expected_by_recipe)
     expected = expected_by_recipe[recipe]
-    _check_layout_of(op, None, "scale_a", scale_a, expected[0][0], recipe, expected[0][1])
+    _check_layout_of(op, None, "scale_a", scale_a, expected[0][0], recipe, expected[0][1], rows)
     _check_layout_of(op, None, "scale_b", scale_b, expected[1][0], recipe, expected[1][1])
     return recipe
 

@@ -2,6 +2,7 @@
 one opaque custom op with a fake (meta) kernel, so Dynamo traces it with fullgraph=True."""
 from __future__ import annotations
 
+import pytest
 import torch
 
 import ckgemm
@@ -96,7 +97,18 @@ def test_fullgraph_compile_of_a_scaled_list_call():
 def test_opcheck_of_the_list_ops():
     a, b, _ = _inputs()
     a_list, b_list = list(a.split([10, 0, 20])), list(b.unbind(0))
-    torch.library.opcheck(torch.ops.ckgemm.grouped_gemm.default, (a_list, b_list, "RC", None, [], [], None))
+    torch.library.opcheck(torch.ops.ckgemm.grouped_gemm.default, (a_list, b_list, "RC", None, [], [], 0, None))
     c_list = [torch.empty(m, 48, dtype=torch.bfloat16) for m in (10, 0, 20)]
     torch.library.opcheck(torch.ops.ckgemm.grouped_gemm_out.default, (a_list, b_list, c_list, "RC", None, [], [],
-                                                                        None))
+                                                                        0, None))
+
+
+def test_a_compiled_list_call_refuses_what_the_eager_call_refuses():
+    """A stacked tensor where a list belongs is never split and computed, and an empty list is no silent no-op:
+    both stop the compile with an error (eagerly they raise InvalidTypeError / InvalidArgumentError)."""
+    a, b, _ = _inputs()
+    stacked_a, stacked_b = a[:24].reshape(3, 8, 64), b
+    with pytest.raises(Exception):
+        torch.compile(lambda x, y: ckgemm.grouped_gemm(x, y), fullgraph=True, dynamic=False)(stacked_a, stacked_b)
+    with pytest.raises(Exception):  # the call cannot become the op's node: tracing stops with an error
+        torch.compile(lambda: ckgemm.grouped_gemm([], []), fullgraph=True, dynamic=False)()

@@ -91,7 +91,7 @@ def test_the_logged_config_carries_each_kernels_stages():
     (path,), (stages,) = record.paths, record.stages
     bf16 = ckgemm.rule_for(torch.bfloat16).abi_code
     assert stages == next(i["stages"] for i in infos if i["name"] == path.split(":")[1] and i["dtype"] == bf16
-                          and i["scaling"] == 0)
+                          and i["scaling"] == 0 and i["layout"] == 0)
     assert record.config_summary == (f"{path} ({stages} stages) x1" if stages else f"{path} x1")
 
 

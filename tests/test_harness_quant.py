@@ -164,6 +164,8 @@ def test_casts_take_deepgemms_spelling(name):
         cast(x, 64, gran_k=32)
     with pytest.raises(ValueError, match="disagree"):
         cast(x, ue8m0=True, use_ue8m0=False)
+    with pytest.raises(ValueError, match="disagree"):
+        cast(x, True, use_ue8m0=False)
 
 
 @pytest.mark.parametrize("cast,expected", [

@@ -210,6 +210,9 @@ def test_prepack_refuses_bad_scales_and_list_weights_in_the_packed_form():
             scales=[torch.ones(16), torch.ones(15), torch.ones(16)])
     _raises(InvalidArgumentError, "scales has 2 entries but b has 3 groups", ckgemm.prepack, b,
             scales=[torch.ones(16)] * 2)
+    _raises(InvalidArgumentError, "block scales are for fp8 weights", ckgemm.prepack, stacked, scales=torch.ones(3, 1, 1))
+    _raises(InvalidArgumentError, r"group 1: scales\[1\] .*one recipe for every expert", ckgemm.prepack, b,
+            scales=[torch.ones(16), torch.ones(()), torch.ones(16)])
     listed = ckgemm.prepack(b, scales=[torch.ones(16)] * 3)
     _raises(InvalidArgumentError, "prepacked from a list", ckgemm.grouped_gemm_packed, torch.cat(a), listed,
             torch.tensor([8, 8, 8]), scale_a=torch.ones(24))

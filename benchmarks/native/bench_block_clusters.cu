@@ -21,8 +21,14 @@
 
 #ifndef VAM
 #define VAM 2
+#endif
+#ifndef VAN
 #define VAN 1
+#endif
+#ifndef VBM
 #define VBM 1
+#endif
+#ifndef VBN
 #define VBN 1
 #endif
 #define STR2(...) #__VA_ARGS__

@@ -102,7 +102,9 @@ class NativeBackend:
     # id (routes.REJECTED_MARK) before anything is written, and ckgemm.ops then raises validate.py's message.
     # Eager calls on plain tensors enter the op through _C.eager_* (csrc/eager.cpp: the C++ dispatcher,
     # without Python's boxed operator call); those return None/False for anything else (tensor subclasses,
-    # torch-function modes), which then takes torch.ops.ckgemm.* as does a call Dynamo traces.
+    # torch-function modes), which then takes torch.ops.ckgemm.*. (Under torch.compile ckgemm.ops hands the
+    # call to its own custom ops, _compile.py, which run this eager path inside; the _compiling() checks
+    # below keep any other traced caller on the dispatcher path.)
     def grouped_gemm(self, a_list, b_list, scale_a, scale_b, layout, out_dtype):
         sa, sb, given = _scale_lists(scale_a, scale_b)
         code = LAYOUT_CODES.get(layout, -1)

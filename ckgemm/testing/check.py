@@ -147,7 +147,8 @@ def check(out, ref, *, rtol=None, atol=None, in_dtype: torch.dtype | None = None
         (``default_tolerance``; fp8 outputs, like integers, then compare exactly).
     ``max_diff``: also require ``calc_diff(out, ref) <= max_diff`` in every group.
     ``scaled``: the outputs are of a scaled fp8/int8 GEMM (``numeric.scaled_tolerance``; ``in_dtype`` is the
-    quantized input dtype, the reference must carry the same quantization).
+    quantized input dtype, the reference must carry the same quantization; it needs ``in_dtype`` and ``k``,
+    or explicit ``rtol`` and ``atol``).
     Returns the ``CheckReport`` when everything passes (always, with ``raise_on_failure=False``).
     """
     single = isinstance(out, torch.Tensor)

@@ -179,9 +179,12 @@ def cast_to_fp8(x: torch.Tensor, block: tuple[int | None, int | None], *, dtype=
 
 def _deepgemm_spelling(fn: str, gran, ue8m0: bool, use_ue8m0, gran_k) -> tuple[int, bool]:
     """DeepGEMM's spelling of the same casts: ``cast(x, use_ue8m0, gran_k=128)`` (its second positional
-    argument is the UE8M0 flag), accepted beside ckgemm's ``gran`` and ``ue8m0``."""
+    argument is the UE8M0 flag; ``gran_k`` is keyword-only here), accepted beside ckgemm's ``gran`` and
+    ``ue8m0``."""
     if isinstance(gran, bool):  # DeepGEMM's positional use_ue8m0
-        use_ue8m0, gran = gran if use_ue8m0 is None else use_ue8m0, 128
+        if use_ue8m0 is not None and use_ue8m0 != gran:
+            raise ValueError(f"{fn}: the positional flag {gran} and use_ue8m0={use_ue8m0} disagree; give one")
+        use_ue8m0, gran = gran, 128
     if use_ue8m0 is not None:
         if ue8m0 and not use_ue8m0:
             raise ValueError(f"{fn}: ue8m0=True and use_ue8m0=False disagree; give one")
