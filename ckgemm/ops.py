@@ -33,7 +33,7 @@ class Dispatch:
     @property
     def summary(self) -> str:
         """The distinct paths with their group counts, e.g. 'cutlass:coop_128x256x64_c1x2 x3, skip:empty x1'."""
-        return self._counted()
+        return self._counted(self.paths)
 
     @property
     def config_summary(self) -> str:
@@ -42,9 +42,10 @@ class Dispatch:
         stages = self.stages or (0,) * len(self.paths)
         return self._counted([f"{p} ({s} stages)" if s else p for p, s in zip(self.paths, stages)])
 
-    def _counted(self, labels=None) -> str:
+    @staticmethod
+    def _counted(labels) -> str:
         counts: dict[str, int] = {}
-        for p in self.paths if labels is None else labels:
+        for p in labels:
             counts[p] = counts.get(p, 0) + 1
         return ", ".join(f"{p} x{c}" for p, c in counts.items())
 

@@ -60,7 +60,6 @@ def _stage_table() -> tuple[int, ...]:
     return _STAGES
 
 
-_compiling = torch.compiler.is_compiling
 LAYOUT_CODES = {None: 0, "RC": 0, "RR": 1}  # anything else: -1, which the native validator rejects
 
 
@@ -102,27 +101,23 @@ class NativeBackend:
     # id (routes.REJECTED_MARK) before anything is written, and ckgemm.ops then raises validate.py's message.
     # Eager calls on plain tensors enter the op through _C.eager_* (csrc/eager.cpp: the C++ dispatcher,
     # without Python's boxed operator call); those return None/False for anything else (tensor subclasses,
-    # torch-function modes), which then takes torch.ops.ckgemm.*. (Under torch.compile ckgemm.ops hands the
-    # call to its own custom ops, _compile.py, which run this eager path inside; the _compiling() checks
-    # below keep any other traced caller on the dispatcher path.)
+    # torch-function modes), which then takes torch.ops.ckgemm.*. None of these runs under Dynamo: there
+    # ckgemm.ops hands every form to its own custom ops (_compile.py), which run this eager path inside.
     def grouped_gemm(self, a_list, b_list, scale_a, scale_b, layout, out_dtype):
         sa, sb, given = _scale_lists(scale_a, scale_b)
         code = LAYOUT_CODES.get(layout, -1)
-        if not _compiling():
-            outs = _C.eager_gemm_list(a_list, b_list, sa, sb, given, code, out_dtype)
-            if outs is not None:
-                return outs
-        return self.ops[0](a_list, b_list, sa, sb, given, code, out_dtype)
+        outs = _C.eager_gemm_list(a_list, b_list, sa, sb, given, code, out_dtype)
+        return outs if outs is not None else self.ops[0](a_list, b_list, sa, sb, given, code, out_dtype)
 
     def grouped_gemm_out(self, a_list, b_list, c_list, scale_a, scale_b, layout, out_dtype):
         sa, sb, given = _scale_lists(scale_a, scale_b)
         code = LAYOUT_CODES.get(layout, -1)
-        if _compiling() or not _C.eager_gemm_list_out(a_list, b_list, c_list, sa, sb, given, code, out_dtype):
+        if not _C.eager_gemm_list_out(a_list, b_list, c_list, sa, sb, given, code, out_dtype):
             self.ops[1](a_list, b_list, c_list, sa, sb, given, code, out_dtype)
 
     def grouped_gemm_packed(self, a, b, group_sizes, scale_a, scale_b, layout, out_dtype):
         code = LAYOUT_CODES.get(layout, -1)
-        out = _C.eager_gemm_packed(a, b, group_sizes, scale_a, scale_b, code, out_dtype)  # never under Dynamo
+        out = _C.eager_gemm_packed(a, b, group_sizes, scale_a, scale_b, code, out_dtype)
         return out if out is not None else self.ops[2](a, b, group_sizes, scale_a, scale_b, code, out_dtype)
 
     def grouped_gemm_packed_out(self, a, b, group_sizes, out, scale_a, scale_b, layout, out_dtype):

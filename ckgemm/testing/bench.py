@@ -21,6 +21,7 @@ A ``BenchResult`` stands for its median in milliseconds wherever a number is exp
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 import operator
@@ -221,23 +222,22 @@ def bench(fn, *, warmup: int = 5, iters: int = 30, rotate: list | None = None, f
     device = torch.device(device) if device is not None else device_info.default_device()
     arg_sets = list(rotate) if rotate else [()]
     calls = [(lambda a=a: fn(*a)) for a in arg_sets]
-    if not device_info.is_gpu(device):
+    gpu = device_info.is_gpu(device)
+    if not gpu:
         if graph:
             raise ValueError("bench: graph replay needs a GPU")
         result = _bench_cpu(calls, warmup, iters)
-        if breakdown:
-            result.breakdown = kineto.breakdown(calls[0], iters=min(iters, 20), warmup=1, device=device)
-        return result
-    before = device_info.read_telemetry(device) if telemetry else None
-    with torch.cuda.device(device):
-        result = _bench_gpu(calls, warmup, iters, device, flush if flush is not None else not rotate, graph, sync,
-                            warmup_ms)
-    result.telemetry_before = before
-    result.telemetry_after = device_info.read_telemetry(device) if telemetry else None
-    if result.throttled:
-        result.notes.append("SM clock dropped by more than 10% during the run")
-    if breakdown:
+    else:
+        before = device_info.read_telemetry(device) if telemetry else None
         with torch.cuda.device(device):
+            result = _bench_gpu(calls, warmup, iters, device, flush if flush is not None else not rotate, graph,
+                                sync, warmup_ms)
+        result.telemetry_before = before
+        result.telemetry_after = device_info.read_telemetry(device) if telemetry else None
+        if result.throttled:
+            result.notes.append("SM clock dropped by more than 10% during the run")
+    if breakdown:
+        with torch.cuda.device(device) if gpu else contextlib.nullcontext():
             result.breakdown = kineto.breakdown(calls[0], iters=min(iters, 20), warmup=1, device=device)
     return result
 
