@@ -6,6 +6,7 @@ from typing import List, Optional
 
 import torch
 
+from ._checks import check_no_grad
 from .dtypes import rule_for
 from .validate_scales import DEFAULT_SCALED_OUTPUT
 
@@ -51,6 +52,8 @@ def _packed_out_fake(a, b, group_sizes, out, layout, backend, check_sizes, scale
 
 def packed(a, b, group_sizes, layout, out, backend, check_sizes, scale_a, scale_b, out_dtype):
     """The compiled-graph form of ``ops.grouped_gemm_packed`` (a ``PackedWeights`` b is unwrapped before)."""
+    refuse_grad("grouped_gemm_packed", [(None, name, t) for name, t in
+                                        (("a", a), ("b", b), ("out", out), ("scale_a", scale_a), ("scale_b", scale_b))])
     if out is None:
         return packed_op(a, b, group_sizes, layout, backend, check_sizes, scale_a, scale_b, out_dtype)
     packed_out_op(a, b, group_sizes, out, layout, backend, check_sizes, scale_a, scale_b, out_dtype)
@@ -92,6 +95,27 @@ def _list_out_fake(a_list, b_list, c_list, layout, backend, scale_a, scale_b, sc
     return None
 
 
+def refuse_grad(op: str, named) -> None:
+    """Raise eager's REQUIRES_GRAD error before a compiled call reaches its op: inside a custom op grad mode
+    is off, so the validation there cannot see it. ``named``: (group, name, tensor) in the validator's
+    order; Dynamo resolves the test at trace time (requires_grad is guarded)."""
+    if torch.is_grad_enabled():
+        for group, name, t in named:
+            if isinstance(t, torch.Tensor):
+                check_no_grad(op, group, name, t)
+
+
+def _per_group(a_list, b_list, c_list, scale_a, scale_b) -> list:
+    """The list forms' tensors in the validator's order: a[g] and b[g] group by group, then c, then scales."""
+    named = []
+    for g, (x_a, x_b) in enumerate(zip(a_list, b_list)):
+        named += [(g, f"a[{g}]", x_a), (g, f"b[{g}]", x_b)]
+    for name, seq in (("c", c_list), ("scale_a", scale_a), ("scale_b", scale_b)):
+        if isinstance(seq, (list, tuple)):
+            named += [(g, f"{name}[{g}]", t) for g, t in enumerate(seq)]
+    return named
+
+
 def _given(scale_a, scale_b, scales_given: int):
     """The scale lists as the user gave them: None where not given (an empty list given stays a list)."""
     return (scale_a if scales_given & 1 else None), (scale_b if scales_given & 2 else None)
@@ -102,10 +126,12 @@ def listed(a_list, b_list, c_list, layout, backend, scale_a, scale_b, out_dtype)
     ops' schemas take no optional lists: ``scales_given`` says which scale lists were given. Only lists and
     tuples become lists; anything else (a stacked tensor, say) reaches the schema, which refuses it, so a
     compiled call never computes what the eager call rejects (the eager validation runs inside the op)."""
-    seq = (lambda x: list(x) if type(x) in (list, tuple) else x)
+    seq = (lambda x: list(x) if isinstance(x, (list, tuple)) else x)
     given = int(scale_a is not None) | int(scale_b is not None) << 1
     sa, sb = seq(scale_a) if scale_a is not None else [], seq(scale_b) if scale_b is not None else []
     if c_list is None:
+        refuse_grad("grouped_gemm", _per_group(a_list, b_list, None, scale_a, scale_b))
         return list_op(seq(a_list), seq(b_list), layout, backend, sa, sb, given, out_dtype)
+    refuse_grad("grouped_gemm_out", _per_group(a_list, b_list, c_list, scale_a, scale_b))
     list_out_op(seq(a_list), seq(b_list), seq(c_list), layout, backend, sa, sb, given, out_dtype)
-    return c_list
+    return list(c_list)

@@ -3,7 +3,7 @@
 Every input error is a ValueError or TypeError subclass, so callers that catch the built-in types keep
 working, and every one is a CkgemmError, so callers can catch ours alone. Each carries ``rule`` (a
 ``Rule``) and ``group`` (the offending group, or None): the native validator (csrc/common/validate.h)
-reports the same pair, and csrc/common/rules.inc lists the same ids (tests/test_rules.py keeps the two
+reports the same pair, and csrc/common/rules.inc lists the same ids (tests/test_native_rules.py keeps the two
 in sync).
 """
 from __future__ import annotations
@@ -57,7 +57,9 @@ class CkgemmError(Exception):
     group: int | None = None
 
     def __init__(self, message: str = "", *, rule: Rule = Rule.NONE, group: int | None = None):
-        super().__init__(message)
+        # No super().__init__ call: Dynamo cannot trace one, and a raise inside torch.compile(fullgraph=True)
+        # then hides this message behind its own; setting args is what BaseException.__init__ does.
+        self.args = (message,)
         self.rule = Rule(rule)
         self.group = group
 

@@ -23,13 +23,15 @@ from . import backends
 from . import validate_scales
 from ._checks import check_is_tensor, check_sequence, check_tensor, fail
 from .errors import InvalidArgumentError, Rule
-from .validate import check_layout
+from .validate import check_dtype, check_layout
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PackedWeights:
     """Weights as the kernels read them. ``b``: a [G, ., .] tensor (packed form) or a tuple of 2-D
-    tensors (list forms), stored in ``layout``; ``source_layout`` is the layout they were given in."""
+    tensors (list forms), stored in ``layout``; ``source_layout`` is the layout they were given in.
+    ``shape``, ``dtype`` and ``device`` describe the weights as given. To move or load weights, move or
+    load the tensors and prepack them there (prepack is the load-time step)."""
 
     b: torch.Tensor | tuple
     layout: str
@@ -44,6 +46,21 @@ class PackedWeights:
     @property
     def is_list(self) -> bool:
         return isinstance(self.b, tuple)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return (self.b[0] if self.is_list else self.b).dtype
+
+    @property
+    def device(self) -> torch.device:
+        return (self.b[0] if self.is_list else self.b).device
+
+    @property
+    def shape(self):
+        """The weights' shape as given (source layout): a torch.Size, or a tuple of them for a list."""
+        def given(t):
+            return t.shape if not self.transposed else torch.Size((*t.shape[:-2], t.shape[-1], t.shape[-2]))
+        return tuple(given(t) for t in self.b) if self.is_list else given(self.b)
 
     def __repr__(self) -> str:
         what = f"{len(self.b)} groups" if self.is_list else f"shape {tuple(self.b.shape)}"
@@ -60,11 +77,16 @@ def prepack(b, *, layout: str | None = None, scales=None, backend: str | None = 
         raise InvalidArgumentError(f"{op}: b is already a PackedWeights ({b!r})", rule=Rule.PREPACKED)
     if isinstance(b, torch.Tensor):
         check_tensor(op, None, "b", b, 3)
+        check_dtype(op, None, "b", b)
         device, dtype, items = b.device, b.dtype, None
     else:
         check_sequence(op, "b", b)
         for g, x in enumerate(b):
             check_tensor(op, g, f"b[{g}]", x, 2)
+            check_dtype(op, g, f"b[{g}]", x)
+            if x.dtype != b[0].dtype or x.device != b[0].device:
+                fail(op, g, f"b[{g}]", x, f"every expert's weights share one dtype and device; b[0] is {b[0].dtype} "
+                     f"on {b[0].device}", Rule.DTYPE_MISMATCH if x.dtype != b[0].dtype else Rule.DEVICE)
         device, dtype, items = b[0].device, b[0].dtype, tuple(b)
     _check_scales(op, b, layout, dtype, scales)
     module = backends.select(backend, device)
@@ -106,6 +128,8 @@ def _check_scales(op, b, layout, dtype, scales) -> None:
     first = None
     for group, name, s, by_recipe, device in given:  # scale_b's shape under each recipe
         validate_scales.check_scale_tensor(op, group, name, s, device)
+        if not s.is_contiguous():
+            fail(op, group, name, s, "scales must be contiguous; call .contiguous() first", Rule.SCALE_STRIDE)
         recipes = [r for r, shapes in by_recipe.items() if tuple(s.shape) == shapes[1][0]]
         if not recipes:
             forms = ", ".join(f"{shapes[1][0]} = {shapes[1][1]}" for shapes in by_recipe.values())
@@ -126,10 +150,13 @@ def _scales(scales):
     return tuple(scales)
 
 
-def unwrap(op: str, b, layout, scale_b):
+def unwrap(op: str, b, layout, scale_a, scale_b):
     """(b, layout, scale_b) a call computes with: the stored weights when ``b`` is a PackedWeights."""
     if not isinstance(b, PackedWeights):
         return b, layout, scale_b
+    if scale_a is None and scale_b is None and b.scale_b is not None:
+        fail(op, None, "scale_a", None, "not given, but the prepacked weights carry scales (their scale_b); a scaled "
+             "call takes the activations' scale_a too", Rule.SCALES_PAIR)
     if layout is not None and layout != b.source_layout:
         fail(op, None, "b", None, f"prepacked from layout {b.source_layout}, but the call asks for layout {layout}; "
              "leave layout unset or pass the weights' own layout", Rule.PREPACKED)

@@ -72,7 +72,7 @@ def check_layout(op: str, layout) -> str:
     return layout
 
 
-def _check_dtype(op, group, name, t) -> DtypeRule:
+def check_dtype(op, group, name, t) -> DtypeRule:
     rule = rule_for(t.dtype)
     if rule is None:
         supported = ", ".join(str(d).replace("torch.", "") for d in supported_input_dtypes())
@@ -125,7 +125,7 @@ def validate_list(op: str, a_list, b_list, layout, scale_a=None, scale_b=None, o
     for g, (a, b) in enumerate(zip(a_list, b_list)):
         check_tensor(op, g, f"a[{g}]", a, 2)
         check_tensor(op, g, f"b[{g}]", b, 2)
-        group_rule = _check_dtype(op, g, f"a[{g}]", a)
+        group_rule = check_dtype(op, g, f"a[{g}]", a)
         if rule is None:
             rule, device = group_rule, a.device
         shapes.append(_check_pair(op, g, a, b, layout, device, rule))
@@ -186,7 +186,10 @@ def check_group_size_values(op: str, sizes, rows: int) -> None:
                                        rule=Rule.SIZE_NEGATIVE, group=g)
     total = sum(sizes)
     if total != rows:
-        raise InvalidArgumentError(f"{op}: group_sizes sum to {total} but a has {rows} rows; they must be equal",
+        offsets = len(sizes) > 1 and sizes[-1] == rows and all(x <= y for x, y in zip(sizes, sizes[1:]))
+        hint = ("; these look like cumulative offsets (torch._grouped_mm's offs): group_sizes are the rows of each "
+                "group, e.g. torch.diff(offs, prepend=offs.new_zeros(1))") if offsets else ""
+        raise InvalidArgumentError(f"{op}: group_sizes sum to {total} but a has {rows} rows; they must be equal{hint}",
                                    rule=Rule.SIZES_SUM)
 
 
@@ -208,7 +211,7 @@ def validate_packed(op: str, a, b, group_sizes, layout, out, check_sizes: bool |
     layout = check_layout(op, layout)
     check_tensor(op, None, "a", a, 2)
     check_tensor(op, None, "b", b, 3)
-    rule = _check_dtype(op, None, "a", a)
+    rule = check_dtype(op, None, "a", a)
     device = a.device
     if b.device != device:
         fail(op, None, "b", b, f"is on {b.device}, but a is on {device}", Rule.DEVICE)

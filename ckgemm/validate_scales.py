@@ -88,17 +88,39 @@ def _check_recipe(op, group, rule: DtypeRule, recipe_a: str, recipe_b: str, firs
     suffix = f"[{group}]" if group is not None else ""
     recipes = _recipes(rule)
     if recipe_a != recipe_b:
+        _torch_style(op, group, suffix, sa, sb, expected, (recipe_a, recipe_b))
         fail(op, group, "scale_b" + suffix, sb,
              f"recipe mix: scale_a is {recipe_a}-wise but scale_b is {recipe_b}-wise; both must use one recipe, "
              f"with shapes {_forms(expected, recipes)}", Rule.SCALE_RECIPE)
     if first is not None and recipe_a != first:
         fail(op, group, f"scale_a[{group}]", sa, f"group {group} uses {recipe_a} scales but group 0 uses {first}; "
-             f"one call uses one recipe ({first}: {_forms(expected, (first,))})", Rule.SCALE_RECIPE)
+             f"one call uses one recipe ({_forms(expected, (first,))})", Rule.SCALE_RECIPE)
     if recipe_a == "block" and not rule.input.is_floating_point:
         fail(op, group, "scale_a" + suffix, sa,
              f"block scales are for fp8 inputs; {rule.input} takes tensor or row scales, with shapes "
              f"{_forms(expected, recipes)}", Rule.SCALE_RECIPE_DTYPE)
     return recipe_a
+
+
+_ROW_HINT = "; row-wise scales are 1-D here ([M] for A, [N] for B), not torch._scaled_mm's [M, 1] / [1, N]"
+_TENSOR_HINT = "; tensor-wise scales are 0-D here (torch.tensor(s) or s.reshape(())), not shape (1,)"
+
+
+def _torch_style(op, group, suffix, sa, sb, expected: dict, recipes) -> None:
+    """A recipe mix where one scale is torch._scaled_mm-style (a [M, 1] / [1, N] row scale, or a [1] tensor
+    scale): name that one, with the shape ckgemm takes (the rule stays the recipe mix the native validator
+    reports)."""
+    for i, (name, s) in enumerate((("scale_a", sa), ("scale_b", sb))):
+        row_shape, row_meaning = expected["row"][i]
+        other = recipes[1 - i]
+        mix = f"recipe mix: scale_a is {recipes[0]}-wise but scale_b is {recipes[1]}-wise by their ranks"
+        if len(row_shape) == 1 and s.dim() == 2 and 1 in s.shape and s.numel() == row_shape[0] and other == "row":
+            fail(op, group, name + suffix, s, f"{mix}; for the row recipe this one takes shape {row_shape} = "
+                 f"{row_meaning}{_ROW_HINT}", Rule.SCALE_RECIPE)
+        tensor_shape = expected["tensor"][i][0]
+        if tuple(s.shape) == (1,) and tensor_shape == () and other == "tensor":
+            fail(op, group, name + suffix, s, f"{mix}; for the tensor recipe this one takes shape (){_TENSOR_HINT}",
+                 Rule.SCALE_RECIPE)
 
 
 def _check_layout_of(op, group, name, s, expected: tuple[int, ...], recipe: str, meaning: str,
@@ -108,7 +130,9 @@ def _check_layout_of(op, group, name, s, expected: tuple[int, ...], recipe: str,
     if tuple(s.shape) != expected:
         hint = ""
         if row_length is not None and s.dim() == 2 and 1 in s.shape and s.numel() == row_length:
-            hint = "; row-wise scales are 1-D here ([M] for A, [N] for B), not torch._scaled_mm's [M, 1] / [1, N]"
+            hint = _ROW_HINT
+        elif tuple(s.shape) == (1,):
+            hint = _TENSOR_HINT
         fail(op, group, name, s, f"the {recipe} recipe expects shape {expected} = {meaning}{hint}", Rule.SCALE_SHAPE)
     if not s.is_contiguous():
         fail(op, group, name, s, "scales must be contiguous; call .contiguous() first", Rule.SCALE_STRIDE)
@@ -133,6 +157,9 @@ def list_scales(op, rule: DtypeRule, device, shapes, scale_a, scale_b) -> str:
     if not _common(op, rule, scale_a, scale_b):
         return "none"
     for name, scales in (("scale_a", scale_a), ("scale_b", scale_b)):
+        if isinstance(scales, (list, tuple)) and not scales:  # the native validator's rule, with the count
+            raise InvalidArgumentError(f"{op}: {name} has 0 entries but there are {len(shapes)} groups; give one scale "
+                                       "tensor per group", rule=Rule.LIST_EMPTY)
         check_sequence(op, name, scales, "float32 scale tensors")
         if len(scales) != len(shapes):
             raise InvalidArgumentError(f"{op}: {name} has {len(scales)} entries but there are {len(shapes)} groups",

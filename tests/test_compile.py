@@ -112,3 +112,29 @@ def test_a_compiled_list_call_refuses_what_the_eager_call_refuses():
         torch.compile(lambda x, y: ckgemm.grouped_gemm(x, y), fullgraph=True, dynamic=False)(stacked_a, stacked_b)
     with pytest.raises(Exception):  # the call cannot become the op's node: tracing stops with an error
         torch.compile(lambda: ckgemm.grouped_gemm([], []), fullgraph=True, dynamic=False)()
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_compiled_call_refuses_inputs_that_require_grad(backend):
+    """Inside the custom op grad mode is off, so the op's own validation cannot see requires_grad: the compiled
+    call refuses it before the op, with eager's message (under fullgraph inside Dynamo's error)."""
+    a, b, sizes = _inputs()
+    a_list = [a[:10].detach().requires_grad_(), a[10:]]
+    b_list = [b[0], b[1]]
+    message = r"group 0: a\[0\] .*requires grad, but ckgemm ops are not differentiable"
+    with pytest.raises(ckgemm.InvalidArgumentError, match=message):
+        torch.compile(lambda x, y: ckgemm.grouped_gemm(x, y), backend=backend)(a_list, b_list)
+    with pytest.raises(Exception, match=message):
+        torch.compile(lambda x, y: ckgemm.grouped_gemm(x, y), fullgraph=True, backend=backend)(a_list, b_list)
+    with pytest.raises(ckgemm.InvalidArgumentError, match=r"grouped_gemm_packed: a .*requires grad"):
+        torch.compile(lambda x, y, s: ckgemm.grouped_gemm_packed(x, y, s), backend=backend)(
+            a.detach().requires_grad_(), b, sizes)
+    with torch.no_grad():  # as eagerly: under no_grad the same inputs are fine
+        got = torch.compile(lambda x, y: ckgemm.grouped_gemm(x, y), backend=backend)(a_list, b_list)
+    assert torch.equal(got[0], ckgemm.grouped_gemm([a[:10]], [b[0]])[0])
+
+
+def test_a_compiled_out_call_without_outputs_is_refused():
+    a, b, _ = _inputs()
+    with pytest.raises(ckgemm.InvalidTypeError, match="c_list must be a list or tuple"):
+        torch.compile(lambda x, y: ckgemm.grouped_gemm_out(x, y, None))([a[:10]], [b[0]])

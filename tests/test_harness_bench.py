@@ -172,3 +172,25 @@ def test_bench_can_attach_the_eager_breakdown():
     r = bench(lambda: torch.ones(8).sum(), warmup=1, iters=3, device="cpu", breakdown=True)
     assert isinstance(r.breakdown, Breakdown) and r.breakdown.calls == 3
     assert r.to_dict()["breakdown"][-1]["kernel"] == "(wall)" and "eager call:" in str(r)
+    import ckgemm.testing
+
+    assert ckgemm.testing.bench.breakdown is breakdown  # the package's bench is the function; it carries it too
+
+
+def test_paired_ab_keeps_the_breakdowns():
+    from ckgemm.testing import paired_ab
+
+    r = paired_ab(lambda: torch.ones(8).sum(), lambda: torch.ones(9).sum(), rounds=2, iters=2, warmup=0,
+                  device="cpu", breakdown=True)
+    assert isinstance(r.a.breakdown, Breakdown) and isinstance(r.b.breakdown, Breakdown)
+
+
+def test_bench_result_is_a_number_everywhere():
+    r = BenchResult([1.5, 2.5, 3.5], "perf_counter", "warm", 0, "cpu")
+    assert (int(r), abs(r), -r, r ** 2, r // 2, 5 // r) == (2, 2.5, -2.5, 6.25, 1.0, 2.0)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")
+def test_bench_on_a_gpu_device_without_one_is_an_error():
+    with pytest.raises(ValueError, match="torch sees no GPU here"):
+        bench(lambda: None, device="cuda")

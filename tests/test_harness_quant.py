@@ -77,6 +77,22 @@ def test_ceil_to_ue8m0_is_exact_at_and_above_powers_of_two():
     assert torch.equal(quant.ceil_to_ue8m0(x), expected)
 
 
+def test_ceil_to_ue8m0_keeps_nan_and_inf():
+    x = torch.tensor([float("nan"), float("inf"), 3.0])
+    got = quant.ceil_to_ue8m0(x)
+    assert torch.isnan(got[0]) and torch.isinf(got[1]) and got[2] == 4.0
+
+
+def test_zero_blocks_with_no_amax_floor_give_zero_codes():
+    x = torch.zeros(4, 256)
+    x[1, :128] = 2.0
+    for q in (quant.per_token_cast_to_fp8(x, amax_floor=0.0), quant.cast_to_int8(x, amax_floor=0.0)):
+        assert not torch.isnan(q.data.float()).any()
+        values = q.dequant(torch.float64)
+        assert torch.equal(values[x == 0], torch.zeros_like(values[x == 0]))
+        assert torch.allclose(values, x.double(), rtol=1e-2)
+
+
 def test_batched_per_block_scales_each_matrix():
     x = _wide_range((3, 130, 260), "fp8-batched")
     q = quant.per_block_cast_to_fp8(x, 128)
@@ -155,7 +171,7 @@ def test_casts_take_deepgemms_spelling(name):
     cast, _ = CASTS[name]
     x = _wide_range((256, 256), f"dg-{name}")
     ours = cast(x, 64, ue8m0=True)
-    for theirs in (cast(x, True, gran_k=64), cast(x, use_ue8m0=True, gran_k=64)):
+    for theirs in (cast(x, True, gran_k=64), cast(x, use_ue8m0=True, gran_k=64), cast(x, True, 64)):
         assert theirs.block == ours.block and torch.equal(theirs.scale, ours.scale)
         assert torch.equal(theirs.data.view(torch.uint8), ours.data.view(torch.uint8))
     plain = cast(x, False)

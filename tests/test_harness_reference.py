@@ -66,6 +66,41 @@ def test_quantized_operands_are_dequantized_exactly():
     assert torch.equal(c4, qa.dequant(torch.float64) @ qw4.dequant(torch.float64))
 
 
+@pytest.mark.parametrize("recipe", ["tensor", "row"])
+@pytest.mark.parametrize("layout", ["RC", "RR"])
+def test_int8_scaled_reference_is_exact_then_rounded_once(recipe, layout):
+    """int8 codes with tensor/row scales: the integer sums are exact, the scales applied in float64, so the
+    float32 reference is the float64 truth rounded once (a float32 sum of dequantized products is not), and a
+    right float32 answer passes ``check(scaled=True)``."""
+    from ckgemm.testing import check
+
+    gen = generator(f"ref-int8-scaled-{recipe}-{layout}")
+    sizes, n, k = [5, 0, 19], 40, 300
+    x = torch.randn(sum(sizes), k, generator=gen)
+    w = torch.randn(len(sizes), n, k, generator=gen)
+    qa, qb = quant.cast_for(x, recipe, "a", torch.int8), quant.cast_for(w, recipe, "b", torch.int8)
+    sa = qa.scale.double().reshape(-1, 1) if recipe == "row" else qa.scale.double()
+    sb = qb.scale.double().unsqueeze(1) if recipe == "row" else qb.scale.double().reshape(-1, 1, 1)
+    codes_b = qb.data if layout == "RC" else qb.data.transpose(1, 2).contiguous()
+    pair_b = (codes_b, qb.scale)
+    got = grouped_gemm_reference_packed((qa.data, qa.scale), pair_b, sizes, layout=layout)
+    start = 0
+    for g, m in enumerate(sizes):
+        rows = slice(start, start + m)
+        exact = (qa.data[rows].long() @ qb.data[g].long().t()).double()
+        truth = exact * (sa[rows] if recipe == "row" else sa) * sb[g]
+        assert torch.equal(got[rows], truth.float()), f"group {g}"
+        scale_a = qa.scale[rows] if recipe == "row" else qa.scale
+        (listed,) = grouped_gemm_reference([(qa.data[rows], scale_a)], [(codes_b[g], qb.scale[g])], layout=layout)
+        assert torch.equal(listed, truth.float())
+        if m:
+            off = truth.float().clone()
+            off.view(-1)[0] += 64 * float(off.abs().max()) * 2.0 ** -23 + 1e-3
+            assert check(truth.float(), listed, in_dtype=torch.int8, k=k, scaled=True, raise_on_failure=False).passed
+            assert not check(off, listed, in_dtype=torch.int8, k=k, scaled=True, raise_on_failure=False).passed
+        start += m
+
+
 @pytest.mark.parametrize("layout", ["RC", "RR"])
 def test_packed_equals_list_form(layout):
     gen = generator(f"ref-packed-{layout}")

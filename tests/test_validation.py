@@ -216,3 +216,50 @@ def test_prepack_refuses_bad_scales_and_list_weights_in_the_packed_form():
     listed = ckgemm.prepack(b, scales=[torch.ones(16)] * 3)
     _raises(InvalidArgumentError, "prepacked from a list", ckgemm.grouped_gemm_packed, torch.cat(a), listed,
             torch.tensor([8, 8, 8]), scale_a=torch.ones(24))
+
+
+def test_prepack_checks_the_weights_and_scale_strides_when_packed():
+    a, b = _groups(dtype=torch.int8)
+    stacked = torch.stack(b)
+    _raises(InvalidArgumentError, "scales must be contiguous", ckgemm.prepack, stacked,
+            scales=torch.ones(3, 32)[:, ::2])
+    _raises(InvalidTypeError, "unsupported dtype torch.float32", ckgemm.prepack, stacked.float())
+    _raises(InvalidArgumentError, r"group 1: b\[1\] .*share one dtype and device", ckgemm.prepack,
+            [b[0], b[1].to(torch.bfloat16), b[2]])
+    weights = ckgemm.prepack(stacked, scales=torch.ones(3, 16))
+    _raises(InvalidArgumentError, "scale_a: not given, but the prepacked weights carry scales", ckgemm.grouped_gemm_packed,
+            torch.cat(a), weights, torch.tensor([8, 8, 8]))
+
+
+def test_prepacked_weights_describe_themselves():
+    _, b = _groups()
+    stacked = torch.stack(b)
+    weights = ckgemm.prepack(stacked)
+    assert (weights.shape, weights.dtype, weights.device) == (stacked.shape, stacked.dtype, stacked.device)
+    listed = ckgemm.prepack(b)
+    assert listed.shape == tuple(x.shape for x in b) and listed.dtype == b[0].dtype
+    assert weights == weights and weights != ckgemm.prepack(stacked.clone())  # identity, never a tensor compare
+
+
+def test_cumulative_offsets_as_group_sizes_get_a_hint():
+    a, b = _groups()
+    _raises(InvalidArgumentError, "look like cumulative offsets", ckgemm.grouped_gemm_packed, torch.cat(a),
+            torch.stack(b), torch.tensor([8, 16, 24]))
+
+
+def test_a_failed_call_leaves_no_dispatch_record():
+    a, b = _groups()
+    ckgemm.grouped_gemm(a, b)
+    assert ckgemm.last_dispatch() is not None
+    with pytest.raises(InvalidArgumentError):
+        ckgemm.grouped_gemm(a, b[:2])
+    assert ckgemm.last_dispatch() is None
+
+
+def test_list_subclasses_are_lists():
+    class Experts(list):
+        pass
+
+    a, b = _groups()
+    got = ckgemm.grouped_gemm(Experts(a), Experts(b))
+    assert all(torch.equal(x, y) for x, y in zip(got, ckgemm.grouped_gemm(a, b)))

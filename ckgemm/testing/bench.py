@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import numbers
 import operator
 import time
 from dataclasses import dataclass, field
@@ -31,34 +30,8 @@ from dataclasses import dataclass, field
 import torch
 
 from . import device_info, kineto
+from ._stats import arith, compare, quantile
 from .kineto import Breakdown, breakdown  # noqa: F401 - the per-kernel breakdown, also as bench(..., breakdown=True)
-
-
-def _ms(value):
-    """The number a timing stands for (its median in ms), or NotImplemented for other operands."""
-    if isinstance(value, BenchResult):
-        return value.median_ms
-    if isinstance(value, numbers.Real):
-        return float(value)
-    return NotImplemented
-
-
-def _arith(op):
-    def forward(self, other):
-        value = _ms(other)
-        return NotImplemented if value is NotImplemented else op(self.median_ms, value)
-
-    def reverse(self, other):
-        value = _ms(other)
-        return NotImplemented if value is NotImplemented else op(value, self.median_ms)
-    return forward, reverse
-
-
-def _compare(op):
-    def method(self, other):
-        value = _ms(other)
-        return NotImplemented if value is NotImplemented else op(self.median_ms, value)
-    return method
 
 
 @dataclass(eq=False)
@@ -125,27 +98,29 @@ class BenchResult:
     def __round__(self, ndigits=None):
         return round(self.median_ms, ndigits)
 
-    __add__, __radd__ = _arith(operator.add)
-    __sub__, __rsub__ = _arith(operator.sub)
-    __mul__, __rmul__ = _arith(operator.mul)
-    __truediv__, __rtruediv__ = _arith(operator.truediv)
-    __eq__ = _compare(operator.eq)
-    __ne__ = _compare(operator.ne)
-    __lt__ = _compare(operator.lt)
-    __le__ = _compare(operator.le)
-    __gt__ = _compare(operator.gt)
-    __ge__ = _compare(operator.ge)
+    __add__, __radd__ = arith(operator.add)
+    __sub__, __rsub__ = arith(operator.sub)
+    __mul__, __rmul__ = arith(operator.mul)
+    __truediv__, __rtruediv__ = arith(operator.truediv)
+    __floordiv__, __rfloordiv__ = arith(operator.floordiv)
+    __pow__, __rpow__ = arith(operator.pow)
+
+    def __int__(self) -> int:
+        return int(self.median_ms)
+
+    def __abs__(self) -> float:
+        return abs(self.median_ms)
+
+    def __neg__(self) -> float:
+        return -self.median_ms
+
+    __eq__ = compare(operator.eq)
+    __ne__ = compare(operator.ne)
+    __lt__ = compare(operator.lt)
+    __le__ = compare(operator.le)
+    __gt__ = compare(operator.gt)
+    __ge__ = compare(operator.ge)
     __hash__ = None  # equal to a float, so not hashable (like a mutable float would be)
-
-
-def quantile(values, q: float) -> float:
-    """Linear-interpolated quantile (numpy's default method) of a non-empty sequence."""
-    if not values:
-        raise ValueError("quantile of no values")
-    s = sorted(values)
-    pos = q * (len(s) - 1)
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
 def _clone_tree(obj):
@@ -220,6 +195,9 @@ def bench(fn, *, warmup: int = 5, iters: int = 30, rotate: list | None = None, f
     if iters < 1 or warmup < 0 or not 0 <= warmup_ms < math.inf:
         raise ValueError(f"bench: need iters >= 1, warmup >= 0 and warmup_ms >= 0, got {iters}, {warmup}, {warmup_ms}")
     device = torch.device(device) if device is not None else device_info.default_device()
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"bench: device {device} asked for, but torch sees no GPU here (torch.cuda.is_available() "
+                         "is False); leave device unset to time on the CPU")
     arg_sets = list(rotate) if rotate else [()]
     calls = [(lambda a=a: fn(*a)) for a in arg_sets]
     gpu = device_info.is_gpu(device)
@@ -240,6 +218,9 @@ def bench(fn, *, warmup: int = 5, iters: int = 30, rotate: list | None = None, f
         with torch.cuda.device(device) if gpu else contextlib.nullcontext():
             result.breakdown = kineto.breakdown(calls[0], iters=min(iters, 20), warmup=1, device=device)
     return result
+
+
+bench.breakdown = breakdown  # ckgemm.testing.bench.breakdown, though the package's `bench` is this function
 
 
 def _bench_cpu(calls, warmup: int, iters: int) -> BenchResult:
@@ -386,6 +367,7 @@ def paired_ab(fn_a, fn_b, *, rounds: int = 4, iters: int = 10, warmup: int = 3, 
             order.append(side)
         round_ratios.append(medians["A"] / medians["B"])
     a, b = results["A"], results["B"]
-    merged = [BenchResult(pooled[s], r.method, r.cold, r.warmup, r.device, notes=[f"pooled over {rounds} ABBA rounds"])
+    merged = [BenchResult(pooled[s], r.method, r.cold, r.warmup, r.device, notes=[f"pooled over {rounds} ABBA rounds"],
+                          breakdown=r.breakdown)
               for s, r in (("A", a), ("B", b))]
     return PairedResult(merged[0], merged[1], round_ratios, order)

@@ -93,7 +93,8 @@ def ceil_to_ue8m0(x: torch.Tensor) -> torch.Tensor:
     bits = x.float().contiguous().view(torch.int32)
     exponent = (bits >> 23) & 0xFF
     exponent = exponent + ((bits & 0x7FFFFF) != 0).to(torch.int32)
-    return (exponent.clamp(1, 254) << 23).view(torch.float32)
+    rounded = (exponent.clamp(1, 254) << 23).view(torch.float32)
+    return torch.where(torch.isfinite(x), rounded, x.float())  # NaN and inf stay (as DeepGEMM's ceil_to_ue8m0)
 
 
 def ue8m0_bytes(scale: torch.Tensor) -> torch.Tensor:
@@ -140,6 +141,12 @@ def _scales(x: torch.Tensor, block, qmax: float, ue8m0: bool, amax_floor: float,
     return ceil_to_ue8m0(scale) if ue8m0 else scale
 
 
+def _divide(x: torch.Tensor, scale: torch.Tensor, block, shape) -> torch.Tensor:
+    """x / scale per element; a zero scale (an all-zero block with amax_floor=0) gives zero codes, not NaN."""
+    full = expand_scale(scale, block, shape)
+    return torch.where(full == 0, torch.zeros_like(x), x / full)
+
+
 def _check_2d(x: torch.Tensor, what: str) -> None:
     if x.dim() < 2:
         raise ValueError(f"{what}: expected a [..., rows, cols] tensor, got shape {tuple(x.shape)}")
@@ -172,15 +179,15 @@ def cast_to_fp8(x: torch.Tensor, block: tuple[int | None, int | None], *, dtype=
     xf = x.float()
     blk = _block_sizes(xf.shape, block)
     scale = _scales(xf, blk, qmax, ue8m0, amax_floor, (block[0] is None, block[1] is None))
-    codes = (xf / expand_scale(scale, blk, xf.shape)).clamp(-qmax, qmax).to(dtype)
+    codes = _divide(xf, scale, blk, xf.shape).clamp(-qmax, qmax).to(dtype)
     scale, squeezed = _squeeze(scale, block)
     return Quantized(codes, scale, blk, str(dtype).replace("torch.", ""), tuple(x.shape), squeezed)
 
 
 def _deepgemm_spelling(fn: str, gran, ue8m0: bool, use_ue8m0, gran_k) -> tuple[int, bool]:
-    """DeepGEMM's spelling of the same casts: ``cast(x, use_ue8m0, gran_k=128)`` (its second positional
-    argument is the UE8M0 flag; ``gran_k`` is keyword-only here), accepted beside ckgemm's ``gran`` and
-    ``ue8m0``."""
+    """DeepGEMM's spelling of the same casts: ``cast(x, use_ue8m0, gran_k=128)`` or ``cast(x, use_ue8m0, 128)``
+    (its second positional argument is the UE8M0 flag, its third the granularity), accepted beside ckgemm's
+    ``gran`` and ``ue8m0``."""
     if isinstance(gran, bool):  # DeepGEMM's positional use_ue8m0
         if use_ue8m0 is not None and use_ue8m0 != gran:
             raise ValueError(f"{fn}: the positional flag {gran} and use_ue8m0={use_ue8m0} disagree; give one")
@@ -198,18 +205,18 @@ def _deepgemm_spelling(fn: str, gran, ue8m0: bool, use_ue8m0, gran_k) -> tuple[i
     return gran, ue8m0
 
 
-def per_token_cast_to_fp8(x, gran: int = 128, *, dtype=torch.float8_e4m3fn, ue8m0: bool = False,
-                          amax_floor: float = DEFAULT_AMAX_FLOOR, use_ue8m0: bool | None = None,
-                          gran_k: int | None = None) -> Quantized:
+def per_token_cast_to_fp8(x, gran: int = 128, gran_k: int | None = None, *, dtype=torch.float8_e4m3fn,
+                          ue8m0: bool = False, amax_floor: float = DEFAULT_AMAX_FLOOR,
+                          use_ue8m0: bool | None = None) -> Quantized:
     """One scale per row and ``gran`` columns (1 x gran), the usual activation recipe. DeepGEMM's
     ``per_token_cast_to_fp8(x, use_ue8m0, gran_k=128)`` spelling works too."""
     gran, ue8m0 = _deepgemm_spelling("per_token_cast_to_fp8", gran, ue8m0, use_ue8m0, gran_k)
     return cast_to_fp8(x, (1, gran), dtype=dtype, ue8m0=ue8m0, amax_floor=amax_floor)
 
 
-def per_block_cast_to_fp8(x, gran: int = 128, *, dtype=torch.float8_e4m3fn, ue8m0: bool = False,
-                          amax_floor: float = DEFAULT_AMAX_FLOOR, use_ue8m0: bool | None = None,
-                          gran_k: int | None = None) -> Quantized:
+def per_block_cast_to_fp8(x, gran: int = 128, gran_k: int | None = None, *, dtype=torch.float8_e4m3fn,
+                          ue8m0: bool = False, amax_floor: float = DEFAULT_AMAX_FLOOR,
+                          use_ue8m0: bool | None = None) -> Quantized:
     """One scale per gran x gran block, the usual weight recipe (DeepGEMM's spelling works too)."""
     gran, ue8m0 = _deepgemm_spelling("per_block_cast_to_fp8", gran, ue8m0, use_ue8m0, gran_k)
     return cast_to_fp8(x, (gran, gran), dtype=dtype, ue8m0=ue8m0, amax_floor=amax_floor)
@@ -227,9 +234,9 @@ def per_tensor_cast_to_fp8(x, *, dtype=torch.float8_e4m3fn, ue8m0: bool = False,
     return cast_to_fp8(x, (None, None), dtype=dtype, ue8m0=ue8m0, amax_floor=amax_floor)
 
 
-def per_channel_cast_to_fp8(x, gran: int = 128, *, dtype=torch.float8_e4m3fn, ue8m0: bool = False,
-                            amax_floor: float = DEFAULT_AMAX_FLOOR, use_ue8m0: bool | None = None,
-                            gran_k: int | None = None) -> Quantized:
+def per_channel_cast_to_fp8(x, gran: int = 128, gran_k: int | None = None, *, dtype=torch.float8_e4m3fn,
+                            ue8m0: bool = False, amax_floor: float = DEFAULT_AMAX_FLOOR,
+                            use_ue8m0: bool | None = None) -> Quantized:
     """One scale per column and ``gran`` rows (gran x 1), DeepGEMM's recipe for K-major wgrad operands
     (DeepGEMM's spelling works too)."""
     gran, ue8m0 = _deepgemm_spelling("per_channel_cast_to_fp8", gran, ue8m0, use_ue8m0, gran_k)
@@ -265,7 +272,7 @@ def cast_to_int8(x: torch.Tensor, per: str = "row", *, amax_floor: float = DEFAU
     block = (1, None) if per == "row" else (None, None)
     blk = _block_sizes(xf.shape, block)
     scale = _scales(xf, blk, INT8_MAX, False, amax_floor, (block[0] is None, block[1] is None))
-    codes = torch.round(xf / expand_scale(scale, blk, xf.shape)).clamp(-INT8_MAX, INT8_MAX).to(torch.int8)
+    codes = torch.round(_divide(xf, scale, blk, xf.shape)).clamp(-INT8_MAX, INT8_MAX).to(torch.int8)
     scale, squeezed = _squeeze(scale, block)
     return Quantized(codes, scale, blk, "int8", tuple(x.shape), squeezed)
 
@@ -291,7 +298,7 @@ def cast_to_fp4(x: torch.Tensor, gran: int = 32, *, ue8m0: bool = False,
     xf = x.float()
     blk = _block_sizes(xf.shape, (1, gran))
     scale = _scales(xf, blk, FP4_MAX, ue8m0, amax_floor)
-    codes = _fp4_codes((xf / expand_scale(scale, blk, xf.shape)).clamp(-FP4_MAX, FP4_MAX))
+    codes = _fp4_codes(_divide(xf, scale, blk, xf.shape).clamp(-FP4_MAX, FP4_MAX))
     if codes.shape[-1] % 2:
         codes = torch.nn.functional.pad(codes, (0, 1))
     packed = codes[..., 0::2] | (codes[..., 1::2] << 4)

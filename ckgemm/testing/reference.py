@@ -3,7 +3,9 @@
 For each group: dequantize exactly the operands the kernel was given (a plain tensor is taken as it is;
 a ``quant.Quantized``, or a ``(codes, scale)`` pair in one of ckgemm's scale layouts, is expanded as
 ``code * scale``), then multiply in float32 (TF32 off) or float64 (``precision="fp64"``). Plain integer
-operands on both sides take an exact integer path. B's scales are indexed in the logical [N, K]
+operands on both sides take an exact integer path, and so do int8 codes whose scales are constant along K
+(the tensor and row recipes): the integer sums are exact and the scales are applied in float64, so the
+result is the exact value rounded once. B's scales are indexed in the logical [N, K]
 orientation whatever its storage layout, as ckgemm's scaled ops take them.
 
 Layouts: ``"RC"``: b[i] stored [N, K] (C = A @ B^T); ``"RR"``: b[i] stored [K, N] (C = A @ B).
@@ -14,7 +16,7 @@ import contextlib
 
 import torch
 
-from .quant import Quantized, dequant, from_pair
+from .quant import Quantized, dequant, expand_scale, from_pair
 
 LAYOUTS = ("RC", "RR")
 _PRECISIONS = {"fp32": torch.float32, "fp64": torch.float64}
@@ -80,6 +82,24 @@ def _exact_int_matmul(a: torch.Tensor, bk: torch.Tensor) -> torch.Tensor:
     return (a.cpu().to(torch.int64) @ bk.cpu().to(torch.int64)).to(a.device)
 
 
+def _k_constant_int(x, k: int, k_axis: int) -> bool:
+    """An integer ``Quantized`` whose scale does not change along K (axis ``k_axis`` of its storage)."""
+    return isinstance(x, Quantized) and x.fmt == "int8" and x.block[k_axis] >= k
+
+
+def _scaled_int_matmul(a: Quantized, b: Quantized, layout: str, dtype: torch.dtype) -> torch.Tensor:
+    """sA[m] * sB[n] * sum_k qa[m, k] qb[k, n]: the exact integer sum, the scales in float64."""
+    k = a.shape[-1]
+    bk = b.data.t() if layout == "RC" else b.data
+    total = _exact_int_matmul(a.data, bk).to(torch.float64)
+    if k == 0:
+        return total.to(dtype)
+    sa = expand_scale(a.full_scale().to(torch.float64), a.block, a.shape)[:, :1]
+    sb = expand_scale(b.full_scale().to(torch.float64), b.block, b.shape)
+    sb = sb[:, :1].t() if layout == "RC" else sb[:1, :]
+    return (total * sa * sb).to(dtype)
+
+
 def _check_options(layout: str, precision: str) -> None:
     if layout not in LAYOUTS:
         raise ValueError(f"unknown layout {layout!r}; expected one of {LAYOUTS}")
@@ -94,6 +114,9 @@ def gemm_reference(a, b, *, layout: str = "RC", precision: str = "fp32") -> torc
     if _is_plain_int(a) and _is_plain_int(b):
         return _exact_int_matmul(a, b.t() if layout == "RC" else b)
     dtype = _PRECISIONS[precision]
+    k = _shape(a)[-1]
+    if _k_constant_int(a, k, 1) and _k_constant_int(b, k, 1 if layout == "RC" else 0):
+        return _scaled_int_matmul(a, b, layout, dtype)
     av, bv = _values(a, dtype), _values(b, dtype)
     bk = bv.t() if layout == "RC" else bv
     with _plain_matmul(av.device):
@@ -142,6 +165,8 @@ def grouped_gemm_reference_packed(a, b, group_sizes, *, layout: str = "RC", prec
     a, b = _operand(a), _operand(b, layout, True)
     exact = _is_plain_int(a) and _is_plain_int(b)
     dtype = _PRECISIONS[precision]
+    if _k_constant_int(a, sa[1], 1) and _k_constant_int(b, sa[1], 1 if layout == "RC" else 0):
+        return _packed_scaled_int(a, b, sizes, layout, dtype, out_dtype)
     av = a if exact or isinstance(a, torch.Tensor) else _values(a, dtype)
     bv = b if exact or isinstance(b, torch.Tensor) else _values(b, dtype)
     n = sb[1] if layout == "RC" else sb[2]
@@ -152,5 +177,23 @@ def grouped_gemm_reference_packed(a, b, group_sizes, *, layout: str = "RC", prec
         if m:
             _check_pair(g, av[start:start + m], bv[g], layout)
             out[start:start + m] = gemm_reference(av[start:start + m], bv[g], layout=layout, precision=precision)
+        start += m
+    return out if out_dtype is None else out.to(out_dtype)
+
+
+def _packed_scaled_int(a: Quantized, b: Quantized, sizes, layout: str, dtype, out_dtype) -> torch.Tensor:
+    """The packed form of ``_scaled_int_matmul``, group by group (A's rows and B's experts sliced with their
+    scales, which are per tensor or per row here)."""
+    rows, k = a.shape
+    n = b.shape[1] if layout == "RC" else b.shape[2]
+    out = torch.zeros((rows, n), dtype=dtype, device=a.data.device)
+    start = 0
+    for g, m in enumerate(sizes):
+        if m:
+            a_scale = a.scale[start:start + m] if a.squeezed == 1 else a.scale
+            a_block = a.block if a.squeezed == 1 else (m, a.block[1])
+            a_g = Quantized(a.data[start:start + m], a_scale, a_block, a.fmt, (m, k), a.squeezed)
+            b_g = Quantized(b.data[g], b.scale[g], b.block, b.fmt, tuple(b.data.shape[1:]), b.squeezed)
+            out[start:start + m] = _scaled_int_matmul(a_g, b_g, layout, dtype)
         start += m
     return out if out_dtype is None else out.to(out_dtype)
