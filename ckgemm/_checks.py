@@ -29,6 +29,9 @@ def check_no_grad(op, group, name, t) -> None:
 
 def check_tensor(op, group, name, t, ndim: int) -> None:
     check_is_tensor(op, group, name, t)
+    if t.layout != torch.strided:
+        fail(op, group, name, t, f"is a {t.layout} tensor; ckgemm takes dense (strided) tensors: call .to_dense() first",
+             Rule.INNER_STRIDE)
     shape = t.shape
     if len(shape) != ndim:
         fail(op, group, name, t, f"must be {ndim}-D, got {len(shape)}-D", Rule.NDIM)

@@ -82,4 +82,5 @@ class InternalError(CkgemmError, RuntimeError):
 
 def describe(t: torch.Tensor) -> str:
     """Shape, dtype, stride and device of a tensor, as every error message prints them."""
-    return f"shape {tuple(t.shape)}, dtype {t.dtype}, stride {tuple(t.stride())}, device {t.device}"
+    stride = f"stride {tuple(t.stride())}" if t.layout == torch.strided else f"layout {t.layout}"
+    return f"shape {tuple(t.shape)}, dtype {t.dtype}, {stride}, device {t.device}"

@@ -201,7 +201,8 @@ def _check_group_sizes(op, group_sizes, groups, device) -> None:
     if group_sizes.dim() != 1 or group_sizes.shape[0] != groups:
         fail(op, None, "group_sizes", group_sizes, f"must be 1-D of length G={groups} (b.shape[0])", Rule.SIZES_SHAPE)
     if group_sizes.device.type != "cpu" and group_sizes.device != device:
-        fail(op, None, "group_sizes", group_sizes, f"must be on {device} (a's device) or on the CPU", Rule.DEVICE)
+        where = "the CPU (a's device)" if device.type == "cpu" else f"{device} (a's device) or on the CPU"
+        fail(op, None, "group_sizes", group_sizes, f"must be on {where}", Rule.DEVICE)
     if groups == 0:
         raise InvalidArgumentError(f"{op}: b has G=0 groups; give at least one group", rule=Rule.GROUPS_ZERO)
 

@@ -263,3 +263,9 @@ def test_list_subclasses_are_lists():
     a, b = _groups()
     got = ckgemm.grouped_gemm(Experts(a), Experts(b))
     assert all(torch.equal(x, y) for x, y in zip(got, ckgemm.grouped_gemm(a, b)))
+
+
+def test_sparse_inputs_are_refused_by_name():
+    a, b = _groups()
+    _raises(InvalidArgumentError, r"group 0: a\[0\] .*layout torch.sparse_coo.*dense \(strided\) tensors",
+            ckgemm.grouped_gemm, [a[0].to_sparse()], [b[0]])
