@@ -79,6 +79,24 @@ def test_list_forms_compile_fullgraph_on_the_native_backend():
     assert all(torch.equal(x, y) for x, y in zip(c_list, eager))
 
 
+def test_native_calls_refuse_grad_when_compiled_and_take_list_subclasses():
+    """The compiled call's requires_grad refusal (eager's message, before the op) and a list subclass on the
+    native path (it is a list: same bits as the plain list, and the native dispatch record)."""
+    gen = generator("gpu-grad-subclass")
+    a_list = [rand_tensor((m, 64), torch.bfloat16, gen, DEVICE) for m in (17, 40)]
+    b_list = [rand_tensor((48, 64), torch.bfloat16, gen, DEVICE) for _ in range(2)]
+    wants_grad = [b_list[0], b_list[1].detach().requires_grad_()]
+    with pytest.raises(ckgemm.InvalidArgumentError, match=r"group 1: b\[1\] .*requires grad"):
+        torch.compile(lambda a, b: ckgemm.grouped_gemm(a, b), backend="aot_eager")(a_list, wants_grad)
+
+    class Experts(list):
+        pass
+
+    eager = ckgemm.grouped_gemm(a_list, b_list)
+    got = ckgemm.grouped_gemm(Experts(a_list), Experts(b_list))
+    assert all(torch.equal(x, y) for x, y in zip(got, eager)) and ckgemm.last_dispatch().backend == NATIVE
+
+
 def test_the_logged_config_carries_each_kernels_stages():
     """ckgemm._C.instances() reports every CUTLASS instance's mainloop stages (CK: 0, not reported), and the
     config op_tests and the benchmarks log (Dispatch.config_summary) carries them."""
