@@ -80,7 +80,6 @@ def _explain(op: str, exc: Exception, validator) -> None:
     """A native call raised: re-run the Python validator, which raises the user-facing error when the
     call is invalid (plus the native kernels' 32-bit size limit). If it accepts a call the native
     validator rejected, that is ckgemm's own bug."""
-    _forget()
     validate.check_native_limits(op, validator())
     text = str(exc)
     if UNSUPPORTED_MARK in text:
@@ -101,6 +100,8 @@ def grouped_gemm(a_list, b_list, *, layout: str | None = None, backend: str | No
     output is then ``out_dtype`` (default bfloat16). ``b_list`` may be a ``ckgemm.prepack`` result.
     """
     op = "grouped_gemm"
+    if not torch.compiler.is_compiling():  # (a compiled call records inside its op)
+        _forget()
     b_list, layout, scale_b = prepack.unwrap(op, b_list, layout, scale_a, scale_b)
     if torch.compiler.is_compiling() and _first_ok(a_list):  # one opaque node; the eager path runs inside it
         return _compile.listed(a_list, b_list, None, layout, backend, scale_a, scale_b, out_dtype)
@@ -113,7 +114,6 @@ def grouped_gemm(a_list, b_list, *, layout: str | None = None, backend: str | No
                                                              out_dtype))
         _LAST.native = native
         return outs
-    _forget()
     problem = validate.validate_list(op, a_list, b_list, layout, scale_a, scale_b, out_dtype)
     module = backends.select(backend, problem.device)
     c_list = [torch.empty((m, n), dtype=problem.output, device=problem.device) for m, n, _ in problem.shapes]
@@ -130,6 +130,8 @@ def grouped_gemm_out(a_list, b_list, c_list, *, layout: str | None = None, backe
     stride may exceed N_i (a view of a larger buffer). Only the [M_i, N_i] view is written.
     """
     op = "grouped_gemm_out"
+    if not torch.compiler.is_compiling():
+        _forget()
     b_list, layout, scale_b = prepack.unwrap(op, b_list, layout, scale_a, scale_b)
     if torch.compiler.is_compiling() and _first_ok(a_list) and isinstance(c_list, (list, tuple)):
         return _compile.listed(a_list, b_list, c_list, layout, backend, scale_a, scale_b, out_dtype)
@@ -146,7 +148,6 @@ def grouped_gemm_out(a_list, b_list, c_list, *, layout: str | None = None, backe
             _explain(op, exc, check)
         _LAST.native = native
         return list(c_list)
-    _forget()
     problem = check()
     module = backends.select(backend, problem.device)
     _record(op, module, problem, module.run_list(problem, a_list, b_list, c_list, scale_a, scale_b))
@@ -166,6 +167,8 @@ def grouped_gemm_packed(a, b, group_sizes, *, layout: str | None = None, out: to
     free of host syncs and can be captured in a CUDA/HIP graph.
     """
     op = "grouped_gemm_packed"
+    if not torch.compiler.is_compiling():
+        _forget()
     b, layout, scale_b = prepack.unwrap(op, b, layout, scale_a, scale_b)
     if torch.compiler.is_compiling():  # one opaque node for Dynamo; the eager path runs inside it
         return _compile.packed(a, b, group_sizes, layout, out, backend, check_sizes, scale_a, scale_b, out_dtype)
@@ -176,7 +179,6 @@ def grouped_gemm_packed(a, b, group_sizes, *, layout: str | None = None, out: to
     native = backends.native_for(backend, a) if isinstance(a, torch.Tensor) and not check_sizes else None
     if native is not None:
         return _native_packed(native, op, a, b, group_sizes, out, scale_a, scale_b, layout, out_dtype, check)
-    _forget()
     problem = check()
     module = backends.select(backend, problem.device)
     if getattr(module, "native", False):  # check_sizes=True: the sizes were read and checked on the host

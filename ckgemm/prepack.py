@@ -128,8 +128,6 @@ def _check_scales(op, b, layout, dtype, scales) -> None:
     first = None
     for group, name, s, by_recipe, device in given:  # scale_b's shape under each recipe
         validate_scales.check_scale_tensor(op, group, name, s, device)
-        if not s.is_contiguous():
-            fail(op, group, name, s, "scales must be contiguous; call .contiguous() first", Rule.SCALE_STRIDE)
         recipes = [r for r, shapes in by_recipe.items() if tuple(s.shape) == shapes[1][0]]
         if not recipes:
             forms = ", ".join(f"{shapes[1][0]} = {shapes[1][1]}" for shapes in by_recipe.values())
@@ -145,9 +143,10 @@ def _check_scales(op, b, layout, dtype, scales) -> None:
 
 
 def _scales(scales):
+    """The scales as stored: contiguous (the calls take no other), each expert's entry of a list alike."""
     if scales is None or isinstance(scales, torch.Tensor):
-        return scales
-    return tuple(scales)
+        return scales if scales is None else scales.contiguous()
+    return tuple(s.contiguous() for s in scales)
 
 
 def unwrap(op: str, b, layout, scale_a, scale_b):

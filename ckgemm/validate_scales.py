@@ -114,7 +114,9 @@ def _torch_style(op, group, suffix, sa, sb, expected: dict, recipes) -> None:
         row_shape, row_meaning = expected["row"][i]
         other = recipes[1 - i]
         mix = f"recipe mix: scale_a is {recipes[0]}-wise but scale_b is {recipes[1]}-wise by their ranks"
-        if len(row_shape) == 1 and s.dim() == 2 and 1 in s.shape and s.numel() == row_shape[0] and other == "row":
+        block_shape = expected["block"][i][0]
+        if len(row_shape) == 1 and s.dim() == 2 and 1 in s.shape and s.numel() == row_shape[0] and other == "row" \
+                and tuple(s.shape) != block_shape:  # a [M, 1] block scale (K <= 128) is not torch-style
             fail(op, group, name + suffix, s, f"{mix}; for the row recipe this one takes shape {row_shape} = "
                  f"{row_meaning}{_ROW_HINT}", Rule.SCALE_RECIPE)
         tensor_shape = expected["tensor"][i][0]
@@ -131,7 +133,7 @@ def _check_layout_of(op, group, name, s, expected: tuple[int, ...], recipe: str,
         hint = ""
         if row_length is not None and s.dim() == 2 and 1 in s.shape and s.numel() == row_length:
             hint = _ROW_HINT
-        elif tuple(s.shape) == (1,):
+        elif tuple(s.shape) == (1,) and recipe != "tensor":  # the tensor recipe of packed B is [G], 1-D
             hint = _TENSOR_HINT
         fail(op, group, name, s, f"the {recipe} recipe expects shape {expected} = {meaning}{hint}", Rule.SCALE_SHAPE)
     if not s.is_contiguous():

@@ -81,6 +81,7 @@ def test_ceil_to_ue8m0_keeps_nan_and_inf():
     x = torch.tensor([float("nan"), float("inf"), 3.0])
     got = quant.ceil_to_ue8m0(x)
     assert torch.isnan(got[0]) and torch.isinf(got[1]) and got[2] == 4.0
+    assert quant.ue8m0_bytes(got).tolist() == [255, 255, 129]  # 0xFF is UE8M0's NaN
 
 
 def test_zero_blocks_with_no_amax_floor_give_zero_codes():

@@ -101,6 +101,21 @@ def test_int8_scaled_reference_is_exact_then_rounded_once(recipe, layout):
         start += m
 
 
+def test_packed_int8_reference_with_torch_style_row_scales():
+    """A [rows, 1] scale of int8 codes with K <= 128 reads as one scale per row (a 1 x 128 block), per group."""
+    gen = generator("ref-int8-rows-1")
+    sizes, n, k = [3, 5], 8, 64
+    qa = torch.randint(-127, 128, (sum(sizes), k), generator=gen, dtype=torch.int8)
+    qb = torch.randint(-127, 128, (2, n, k), generator=gen, dtype=torch.int8)
+    sa, sb = torch.rand(sum(sizes), 1, generator=gen) + 0.5, torch.rand(2, n, generator=gen) + 0.5
+    got = grouped_gemm_reference_packed((qa, sa), (qb, sb), sizes, precision="fp64")
+    rows = torch.repeat_interleave(torch.arange(2), torch.tensor(sizes))
+    exact = torch.einsum("mk,mnk->mn", qa.double(), qb[rows].double()) * sa.double() * sb[rows].double()
+    assert torch.equal(got, exact)
+    with pytest.raises(ValueError, match="K mismatch"):
+        grouped_gemm_reference_packed((qa[:, :32], sa), (qb, sb), sizes)
+
+
 @pytest.mark.parametrize("layout", ["RC", "RR"])
 def test_packed_equals_list_form(layout):
     gen = generator(f"ref-packed-{layout}")

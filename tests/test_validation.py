@@ -218,11 +218,18 @@ def test_prepack_refuses_bad_scales_and_list_weights_in_the_packed_form():
             torch.tensor([8, 8, 8]), scale_a=torch.ones(24))
 
 
-def test_prepack_checks_the_weights_and_scale_strides_when_packed():
+def test_prepack_checks_the_weights_and_stores_contiguous_scales():
     a, b = _groups(dtype=torch.int8)
     stacked = torch.stack(b)
-    _raises(InvalidArgumentError, "scales must be contiguous", ckgemm.prepack, stacked,
-            scales=torch.ones(3, 32)[:, ::2])
+    strided = torch.rand(3, 32)[:, ::2] + 0.5
+    weights = ckgemm.prepack(stacked, scales=strided)  # the load-time step stores what the calls take
+    assert weights.scale_b.is_contiguous() and torch.equal(weights.scale_b, strided)
+    sa = torch.rand(24) + 0.5
+    got = ckgemm.grouped_gemm_packed(torch.cat(a), weights, torch.tensor([8, 8, 8]), scale_a=sa)
+    assert torch.equal(got, ckgemm.grouped_gemm_packed(torch.cat(a), stacked, torch.tensor([8, 8, 8]), scale_a=sa,
+                                                       scale_b=strided.contiguous()))
+    expanded = ckgemm.prepack(b, scales=list(torch.tensor(0.5).expand(3)))  # stride-0 views
+    assert all(s.is_contiguous() for s in expanded.scale_b)
     _raises(InvalidTypeError, "unsupported dtype torch.float32", ckgemm.prepack, stacked.float())
     _raises(InvalidArgumentError, r"group 1: b\[1\] .*share one dtype and device", ckgemm.prepack,
             [b[0], b[1].to(torch.bfloat16), b[2]])
@@ -253,6 +260,10 @@ def test_a_failed_call_leaves_no_dispatch_record():
     assert ckgemm.last_dispatch() is not None
     with pytest.raises(InvalidArgumentError):
         ckgemm.grouped_gemm(a, b[:2])
+    assert ckgemm.last_dispatch() is None
+    ckgemm.grouped_gemm(a, b)
+    with pytest.raises(InvalidArgumentError, match="prepacked from layout RC"):  # refused while unwrapping
+        ckgemm.grouped_gemm(a, ckgemm.prepack(b), layout="RR")
     assert ckgemm.last_dispatch() is None
 
 

@@ -98,11 +98,13 @@ def ceil_to_ue8m0(x: torch.Tensor) -> torch.Tensor:
 
 
 def ue8m0_bytes(scale: torch.Tensor) -> torch.Tensor:
-    """The biased exponent byte of power-of-two float32 scales (UE8M0 storage)."""
+    """The biased exponent byte of power-of-two float32 scales (UE8M0 storage); NaN and inf (a block whose
+    values were not finite) give 0xFF, UE8M0's NaN."""
     bits = scale.float().contiguous().view(torch.int32)
-    if bool((bits & 0x7FFFFF).ne(0).any()) or bool((scale <= 0).any()):
-        raise ValueError("ue8m0_bytes: scales must be positive powers of two (cast with ue8m0=True)")
-    return ((bits >> 23) & 0xFF).to(torch.uint8)
+    finite = torch.isfinite(scale)
+    if bool(((bits & 0x7FFFFF).ne(0) & finite).any()) or bool(((scale <= 0) & finite).any()):
+        raise ValueError("ue8m0_bytes: finite scales must be positive powers of two (cast with ue8m0=True)")
+    return torch.where(finite, (bits >> 23) & 0xFF, 0xFF).to(torch.uint8)
 
 
 def ue8m0_to_float(codes: torch.Tensor) -> torch.Tensor:

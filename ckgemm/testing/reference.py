@@ -4,8 +4,8 @@ For each group: dequantize exactly the operands the kernel was given (a plain te
 a ``quant.Quantized``, or a ``(codes, scale)`` pair in one of ckgemm's scale layouts, is expanded as
 ``code * scale``), then multiply in float32 (TF32 off) or float64 (``precision="fp64"``). Plain integer
 operands on both sides take an exact integer path, and so do int8 codes whose scales are constant along K
-(the tensor and row recipes): the integer sums are exact and the scales are applied in float64, so the
-result is the exact value rounded once. B's scales are indexed in the logical [N, K]
+(the tensor and row recipes): the integer sums are exact and the scales are applied in float64, then the
+result is rounded to the output precision. B's scales are indexed in the logical [N, K]
 orientation whatever its storage layout, as ckgemm's scaled ops take them.
 
 Layouts: ``"RC"``: b[i] stored [N, K] (C = A @ B^T); ``"RR"``: b[i] stored [K, N] (C = A @ B).
@@ -165,7 +165,11 @@ def grouped_gemm_reference_packed(a, b, group_sizes, *, layout: str = "RC", prec
     a, b = _operand(a), _operand(b, layout, True)
     exact = _is_plain_int(a) and _is_plain_int(b)
     dtype = _PRECISIONS[precision]
-    if _k_constant_int(a, sa[1], 1) and _k_constant_int(b, sa[1], 1 if layout == "RC" else 0):
+    kb = sb[2] if layout == "RC" else sb[1]
+    if sa[1] != kb:
+        raise ValueError(f"packed reference: K mismatch: a is {sa} (K={sa[1]}) but b ({layout}) is {sb} (K={kb})")
+    if _k_constant_int(a, sa[1], 1) and _k_constant_int(b, sa[1], 1 if layout == "RC" else 0) \
+            and (a.block[0] == 1 or a.block[0] >= sa[0]):
         return _packed_scaled_int(a, b, sizes, layout, dtype, out_dtype)
     av = a if exact or isinstance(a, torch.Tensor) else _values(a, dtype)
     bv = b if exact or isinstance(b, torch.Tensor) else _values(b, dtype)
@@ -190,8 +194,9 @@ def _packed_scaled_int(a: Quantized, b: Quantized, sizes, layout: str, dtype, ou
     start = 0
     for g, m in enumerate(sizes):
         if m:
-            a_scale = a.scale[start:start + m] if a.squeezed == 1 else a.scale
-            a_block = a.block if a.squeezed == 1 else (m, a.block[1])
+            per_row = a.block[0] == 1  # [rows] or [rows, 1] scales; else one per tensor
+            a_scale = a.scale[start:start + m] if per_row else a.scale
+            a_block = a.block if per_row else (m, a.block[1])
             a_g = Quantized(a.data[start:start + m], a_scale, a_block, a.fmt, (m, k), a.squeezed)
             b_g = Quantized(b.data[g], b.scale[g], b.block, b.fmt, tuple(b.data.shape[1:]), b.squeezed)
             out[start:start + m] = _scaled_int_matmul(a_g, b_g, layout, dtype)
