@@ -100,10 +100,11 @@ def grouped_gemm(a_list, b_list, *, layout: str | None = None, backend: str | No
     output is then ``out_dtype`` (default bfloat16). ``b_list`` may be a ``ckgemm.prepack`` result.
     """
     op = "grouped_gemm"
-    if not torch.compiler.is_compiling():  # (a compiled call records inside its op)
+    compiling = torch.compiler.is_compiling()
+    if not compiling:  # (a compiled call records inside its op)
         _forget()
     b_list, layout, scale_b = prepack.unwrap(op, b_list, layout, scale_a, scale_b)
-    if torch.compiler.is_compiling() and _first_ok(a_list):  # one opaque node; the eager path runs inside it
+    if compiling and _first_ok(a_list):  # one opaque node; the eager path runs inside it
         return _compile.listed(a_list, b_list, None, layout, backend, scale_a, scale_b, out_dtype)
     native = backends.native_for(backend, a_list[0]) if _first_ok(a_list) else None
     if native is not None:
@@ -130,10 +131,11 @@ def grouped_gemm_out(a_list, b_list, c_list, *, layout: str | None = None, backe
     stride may exceed N_i (a view of a larger buffer). Only the [M_i, N_i] view is written.
     """
     op = "grouped_gemm_out"
-    if not torch.compiler.is_compiling():
+    compiling = torch.compiler.is_compiling()
+    if not compiling:
         _forget()
     b_list, layout, scale_b = prepack.unwrap(op, b_list, layout, scale_a, scale_b)
-    if torch.compiler.is_compiling() and _first_ok(a_list) and isinstance(c_list, (list, tuple)):
+    if compiling and _first_ok(a_list) and isinstance(c_list, (list, tuple)):
         return _compile.listed(a_list, b_list, c_list, layout, backend, scale_a, scale_b, out_dtype)
 
     def check():
@@ -167,10 +169,11 @@ def grouped_gemm_packed(a, b, group_sizes, *, layout: str | None = None, out: to
     free of host syncs and can be captured in a CUDA/HIP graph.
     """
     op = "grouped_gemm_packed"
-    if not torch.compiler.is_compiling():
+    compiling = torch.compiler.is_compiling()
+    if not compiling:
         _forget()
     b, layout, scale_b = prepack.unwrap(op, b, layout, scale_a, scale_b)
-    if torch.compiler.is_compiling():  # one opaque node for Dynamo; the eager path runs inside it
+    if compiling:  # one opaque node for Dynamo; the eager path runs inside it
         return _compile.packed(a, b, group_sizes, layout, out, backend, check_sizes, scale_a, scale_b, out_dtype)
 
     def check():

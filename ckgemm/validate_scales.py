@@ -106,6 +106,11 @@ _ROW_HINT = "; row-wise scales are 1-D here ([M] for A, [N] for B), not torch._s
 _TENSOR_HINT = "; tensor-wise scales are 0-D here (torch.tensor(s) or s.reshape(())), not shape (1,)"
 
 
+def _torch_row(s, length: int) -> bool:
+    """A torch._scaled_mm-style row scale of ``length`` values: [length, 1] or [1, length]."""
+    return s.dim() == 2 and 1 in s.shape and s.numel() == length
+
+
 def _torch_style(op, group, suffix, sa, sb, expected: dict, recipes) -> None:
     """A recipe mix where one scale is torch._scaled_mm-style (a [M, 1] / [1, N] row scale, or a [1] tensor
     scale): name that one, with the shape ckgemm takes (the rule stays the recipe mix the native validator
@@ -115,8 +120,7 @@ def _torch_style(op, group, suffix, sa, sb, expected: dict, recipes) -> None:
         other = recipes[1 - i]
         mix = f"recipe mix: scale_a is {recipes[0]}-wise but scale_b is {recipes[1]}-wise by their ranks"
         block_shape = expected["block"][i][0]
-        if len(row_shape) == 1 and s.dim() == 2 and 1 in s.shape and s.numel() == row_shape[0] and other == "row" \
-                and tuple(s.shape) != block_shape:  # a [M, 1] block scale (K <= 128) is not torch-style
+        if len(row_shape) == 1 and _torch_row(s, row_shape[0]) and other == "row" and tuple(s.shape) != block_shape:  # a [M, 1] block scale (K <= 128) is not torch-style
             fail(op, group, name + suffix, s, f"{mix}; for the row recipe this one takes shape {row_shape} = "
                  f"{row_meaning}{_ROW_HINT}", Rule.SCALE_RECIPE)
         tensor_shape = expected["tensor"][i][0]
@@ -131,7 +135,7 @@ def _check_layout_of(op, group, name, s, expected: tuple[int, ...], recipe: str,
     hint to a torch._scaled_mm-style [M, 1] / [1, N] scale of that many values."""
     if tuple(s.shape) != expected:
         hint = ""
-        if row_length is not None and s.dim() == 2 and 1 in s.shape and s.numel() == row_length:
+        if row_length is not None and _torch_row(s, row_length):
             hint = _ROW_HINT
         elif tuple(s.shape) == (1,) and recipe != "tensor":  # the tensor recipe of packed B is [G], 1-D
             hint = _TENSOR_HINT

@@ -165,9 +165,6 @@ def grouped_gemm_reference_packed(a, b, group_sizes, *, layout: str = "RC", prec
     a, b = _operand(a), _operand(b, layout, True)
     exact = _is_plain_int(a) and _is_plain_int(b)
     dtype = _PRECISIONS[precision]
-    kb = sb[2] if layout == "RC" else sb[1]
-    if sa[1] != kb:
-        raise ValueError(f"packed reference: K mismatch: a is {sa} (K={sa[1]}) but b ({layout}) is {sb} (K={kb})")
     if _k_constant_int(a, sa[1], 1) and _k_constant_int(b, sa[1], 1 if layout == "RC" else 0) \
             and (a.block[0] == 1 or a.block[0] >= sa[0]):
         return _packed_scaled_int(a, b, sizes, layout, dtype, out_dtype)
@@ -191,14 +188,15 @@ def _packed_scaled_int(a: Quantized, b: Quantized, sizes, layout: str, dtype, ou
     rows, k = a.shape
     n = b.shape[1] if layout == "RC" else b.shape[2]
     out = torch.zeros((rows, n), dtype=dtype, device=a.data.device)
+    per_row = a.block[0] == 1  # [rows] or [rows, 1] scales; else one per tensor
     start = 0
     for g, m in enumerate(sizes):
         if m:
-            per_row = a.block[0] == 1  # [rows] or [rows, 1] scales; else one per tensor
             a_scale = a.scale[start:start + m] if per_row else a.scale
             a_block = a.block if per_row else (m, a.block[1])
             a_g = Quantized(a.data[start:start + m], a_scale, a_block, a.fmt, (m, k), a.squeezed)
             b_g = Quantized(b.data[g], b.scale[g], b.block, b.fmt, tuple(b.data.shape[1:]), b.squeezed)
+            _check_pair(g, a_g, b_g, layout)
             out[start:start + m] = _scaled_int_matmul(a_g, b_g, layout, dtype)
         start += m
     return out if out_dtype is None else out.to(out_dtype)
