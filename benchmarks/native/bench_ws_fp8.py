@@ -1,0 +1,179 @@
+#!/usr/bin/env python
+"""ckgemm's own fp8 grouped kernel (csrc/cuda/ws_fp8*.cuh), loaded with ctypes from the C entry
+benchmarks/native/ws_fp8_capi.cu (built as that file says), checked and timed beside its peers in one process:
+block scales against DeepGEMM's m_grouped_fp8_gemm_nt_contiguous (timed on its own 128-row-aligned layout,
+FLOPs of real rows only), row scales against torch._scaled_grouped_mm, unscaled fp8 (fp32 out, promotion
+every 128 of K) against a loop of torch._scaled_mm without fast accumulation at equal error (calc_diff
+against float64 of the same inputs). Every output is NaN-poisoned, then checked against the harness
+reference with the same quantization before anything is timed. Graph replay, peers in A B B A order.
+
+    python benchmarks/native/bench_ws_fp8.py --lib /tmp/libws_fp8.so [--check-only] [--cases ...]
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from bench_scaled import CASES, deepgemm_peer, scaled_grouped_mm_peer  # noqa: E402
+
+from ckgemm.testing import bench, calc_diff, grouped_gemm_reference_packed, paired_ab, quant, shapes  # noqa: E402
+from ckgemm.testing.numeric import scaled_max_diff, scaled_tolerance  # noqa: E402
+
+RECIPES = {"none": 0, "row": 1, "block": 2}
+FP8 = torch.float8_e4m3fn
+
+
+class Kernel:
+    def __init__(self, path):
+        self.lib = ctypes.CDLL(path)
+        self.lib.ws_fp8_packed.restype = ctypes.c_int
+        self.sms = torch.cuda.get_device_properties(0).multi_processor_count
+
+    def __call__(self, a, b, sizes, out, sa, sb, recipe, bn):
+        p = lambda t: ctypes.c_void_p(t.data_ptr() if t is not None else 0)  # noqa: E731
+        ll = ctypes.c_longlong
+        sa_stride = sa.stride(0) if sa is not None and sa.dim() == 2 else 1
+        sb_stride = sb.stride(0) if sb is not None else 0
+        rc = self.lib.ws_fp8_packed(
+            p(a), p(b), p(out), p(sizes), int(sizes.dtype == torch.int64), sizes.numel(), ll(a.shape[0]),
+            ll(b.shape[1]), ll(a.shape[1]), ll(a.stride(0)), ll(b.stride(1)), ll(out.stride(0)), ll(b.stride(0)),
+            p(sa), ll(sa_stride), p(sb), ll(sb_stride), RECIPES[recipe], int(out.dtype == torch.float32), bn,
+            self.sms, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+        if rc != 0:
+            raise RuntimeError(f"ws_fp8_packed returned {rc}")
+        return out
+
+
+def make(recipe, sizes, n, k, seed):
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    x = torch.randn((sum(sizes), k), generator=gen, device="cuda")
+    w = torch.randn((len(sizes), n, k), generator=gen, device="cuda") * 0.05
+    if recipe == "none":
+        return x.clamp(-448, 448).to(FP8), None, (w * 20).to(FP8), None
+    a, sa = quant.cast_for(x, recipe, "a", FP8)
+    b, sb = quant.cast_for(w, recipe, "b", FP8)
+    return a, sa, b, sb
+
+
+def check(kern, recipe, sizes, n, k, bn, seed, sizes_dtype=torch.int32):
+    a, sa, b, sb = make(recipe, sizes, n, k, seed)
+    out_dtype = torch.float32 if recipe == "none" else torch.bfloat16
+    out = torch.full((sum(sizes), n), float("nan"), dtype=out_dtype, device="cuda")
+    kern(a, b, torch.tensor(sizes, dtype=sizes_dtype, device="cuda"), out, sa, sb, recipe, bn)
+    torch.cuda.synchronize()
+    ref = (grouped_gemm_reference_packed(a, b, sizes) if recipe == "none" else
+           grouped_gemm_reference_packed((a, sa), (b, sb), sizes)).float()
+    o = out.float()
+    nan = int(torch.isnan(o).sum())
+    rtol, atol = scaled_tolerance(FP8, out_dtype if recipe != "none" else torch.float32, k,
+                                  float(ref.abs().max()) if ref.numel() else 0.0)
+    bad = int(((o - ref).abs() > atol + rtol * ref.abs()).sum()) if ref.numel() else 0
+    diff = calc_diff(o, ref) if ref.numel() else 0.0
+    ok = nan == 0 and bad == 0 and diff <= scaled_max_diff(out_dtype if recipe != "none" else torch.bfloat16)
+    print(f"{'PASS' if ok else 'FAIL'} {recipe:5s} BN {bn} sizes {sizes if len(sizes) < 8 else len(sizes)} "
+          f"n {n} k {k} {sizes_dtype}: nan {nan}, over tol {bad}, calc_diff {diff:.3g}", flush=True)
+    return ok
+
+
+CHECKS = [  # (sizes, n, k): tile edges, empty experts, odd N, partial K block, one row, many groups
+    ([5, 0, 130, 257, 1], 320, 272), ([128, 64, 300], 584, 1024), ([1000, 37], 4096, 7168),
+    ([0, 0, 3], 200, 16), ([129] * 7, 129, 2880), ([17] * 300, 256, 512),
+]
+
+
+def scaled_mm_loop(a, b, sizes):
+    one = torch.ones((), device="cuda")
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    out = {}
+
+    def call():
+        out["y"] = [torch._scaled_mm(a[s:s + m], b[g].t(), scale_a=one, scale_b=one, out_dtype=torch.float32)
+                    for g, (s, m) in enumerate(zip(starts, sizes)) if m]
+    return call, lambda: torch.cat(out["y"])
+
+
+def perf(kern, name, recipe, bns, iters, seed):
+    experts, tokens, n, k, _ = CASES[name]
+    sizes = list(shapes.moe_split(tokens, experts, n, k, seed, dist="multinomial").ms)
+    a, sa, b, sb = make(recipe, sizes, n, k, seed)
+    gs = torch.tensor(sizes, dtype=torch.int32, device="cuda")
+    out_dtype = torch.float32 if recipe == "none" else torch.bfloat16
+    flops = 2.0 * tokens * n * k
+    if recipe == "block":
+        found, why = deepgemm_peer(a, sa, b, sb, sizes, torch.bfloat16)
+    elif recipe == "row":
+        found, why = scaled_grouped_mm_peer(a, sa, b, sb, sizes)
+    else:
+        found, why = scaled_mm_loop(a, b, sizes), ""
+    ref = None
+    if recipe == "none":  # equal error: both against float64 of the same inputs, on the first busy group
+        g0 = next(i for i, m in enumerate(sizes) if m)
+        s0 = sum(sizes[:g0])
+        ref = a[s0:s0 + sizes[g0]].double() @ b[g0].double().t()
+    for bn in bns:
+        out = torch.full((tokens, n), float("nan"), dtype=out_dtype, device="cuda")
+        ours = lambda: kern(a, b, gs, out, sa, sb, recipe, bn)  # noqa: E731
+        ours()
+        torch.cuda.synchronize()
+        assert not torch.isnan(out.float()).any(), "unwritten output"
+        line = f"{name:20s} {recipe:5s} BN {bn}: "
+        if found is None:
+            t = bench(ours, graph=True, iters=iters, telemetry=False).median_ms
+            print(line + f"{t:.4f} ms {flops / t / 1e9:.0f} TFLOP/s (no peer: {why})", flush=True)
+            continue
+        peer, result = found
+        if ref is not None:
+            ours_diff = calc_diff(out[s0:s0 + sizes[g0]], ref)
+            peer()
+            theirs = calc_diff(result()[s0:s0 + sizes[g0]], ref)
+            line += f"calc_diff vs fp64 ours {ours_diff:.3g} peer {theirs:.3g}; "
+        else:
+            peer()
+            diff = calc_diff(out.float(), result().float())
+            line += f"calc_diff vs peer {diff:.3g}; "
+        pair = paired_ab(ours, peer, rounds=2, iters=iters, graph=True)
+        t, tp = pair.a.median_ms, pair.b.median_ms
+        print(line + f"ours {t:.4f} ms {flops / t / 1e9:.0f} TFLOP/s, peer {tp:.4f} ms {flops / tp / 1e9:.0f}; "
+              f"peer/ours {tp / t:.3f} (rounds {', '.join(f'{r:.3f}' for r in pair.round_ratios)})", flush=True)
+    del a, b, sa, sb
+    torch.cuda.empty_cache()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--check-only", action="store_true")
+    ap.add_argument("--cases", default=",".join(n for n in CASES if "decode" not in n))
+    ap.add_argument("--recipes", default="block,row,none")
+    ap.add_argument("--bn", default="128,192")
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    print(f"seed {args.seed}; {torch.cuda.get_device_name()}; torch {torch.__version__}", flush=True)
+    kern = Kernel(args.lib)
+    bns = [int(x) for x in args.bn.split(",")]
+    ok = True
+    for recipe in args.recipes.split(","):
+        for bn in bns:
+            for i, (sizes, n, k) in enumerate(CHECKS):
+                ok &= check(kern, recipe, sizes, n, k, bn, args.seed + i,
+                            torch.int64 if i % 2 else torch.int32)
+    print("ALL CHECKS PASSED" if ok else "CHECKS FAILED", flush=True)
+    if not ok or args.check_only:
+        return 0 if ok else 1
+    for name in args.cases.split(","):
+        for recipe in args.recipes.split(","):
+            try:
+                perf(kern, name, recipe, bns, args.iters, args.seed)
+            except Exception as exc:  # noqa: BLE001 - one failure must not hide the other cases
+                print(f"{name} {recipe}: FAILED {type(exc).__name__}: {str(exc)[:300]}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

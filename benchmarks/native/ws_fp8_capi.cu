@@ -1,0 +1,37 @@
+// A C entry to ckgemm's own fp8 grouped kernel (csrc/cuda/ws_fp8*.cuh) for benchmarks/native/bench_ws_fp8.py,
+// which loads it with ctypes beside torch and the peers, before the kernel joins the extension's instance table.
+//
+//   nvcc -std=c++17 -O3 -shared -Xcompiler -fPIC --expt-relaxed-constexpr -gencode=arch=compute_90a,code=sm_90a \
+//     -Icsrc -I$CUTLASS/include -o /tmp/libws_fp8.so benchmarks/native/ws_fp8_capi.cu
+#include <cstdio>
+
+#include "cuda/ws_fp8_launch.cuh"
+
+using namespace ckgemm::ws;
+
+extern "C" int ws_fp8_packed(const void* a, const void* b, void* c, const void* sizes, int sizes_int64, int groups,
+                             long long rows, long long n, long long k, long long lda, long long ldb, long long ldc,
+                             long long b_group_stride, const float* sa, long long sa_stride, const float* sb,
+                             long long sb_stride, int recipe, int out_f32, int bn, int sm_count, void* stream) {
+  PackedCall call{a, b, c, sizes, sizes_int64, groups, rows, n, k, lda, ldb, ldc, b_group_stride,
+                  sa, sa_stride, sb, sb_stride, nullptr};
+  std::string why = rejects(call, out_f32 ? 4 : 2);
+  if (!why.empty()) {
+    std::fprintf(stderr, "ws_fp8: %s\n", why.c_str());
+    return -1;
+  }
+  auto s = static_cast<cudaStream_t>(stream);
+  cudaError_t e = cudaErrorInvalidValue;
+#define WS_CASE(BN_, R_, OUT_) \
+  if (bn == BN_ && recipe == static_cast<int>(Recipe::R_) && out_f32 == std::is_same_v<OUT_, float>) \
+    e = launch<BN_, Recipe::R_, OUT_>(call, sm_count, s, &why);
+  WS_CASE(128, None, float)
+  WS_CASE(192, None, float)
+  WS_CASE(128, Row, __nv_bfloat16)
+  WS_CASE(192, Row, __nv_bfloat16)
+  WS_CASE(128, Block, __nv_bfloat16)
+  WS_CASE(192, Block, __nv_bfloat16)
+#undef WS_CASE
+  if (e != cudaSuccess) std::fprintf(stderr, "ws_fp8: %s (%s)\n", why.c_str(), cudaGetErrorString(e));
+  return static_cast<int>(e);
+}

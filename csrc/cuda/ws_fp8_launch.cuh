@@ -1,0 +1,106 @@
+// Host half of ckgemm's own fp8 grouped kernel (ws_fp8.cuh): the TMA tensor maps of A and B, and the
+// launch (one kernel: its CTAs read the group sizes themselves). What it takes: RC, e4m3 A [rows, k] and
+// B [groups, n, k] with 16-byte aligned bases and leading dimensions (k % 16 == 0), at most kMaxGroups
+// groups; C of any leading dimension.
+#pragma once
+
+#include <cudaTypedefs.h>
+
+#include <string>
+
+#include "ws_fp8.cuh"
+
+namespace ckgemm::ws {
+
+struct PackedCall {
+  const void* a;
+  const void* b;
+  void* c;
+  const void* group_sizes;
+  int sizes_int64, groups;
+  int64_t rows, n, k, lda, ldb, ldc, b_group_stride;  // elements
+  const float* sa;
+  int64_t sa_stride;
+  const float* sb;
+  int64_t sb_stride;
+  int* sizes_ok;
+};
+
+// Why the kernel cannot take this call ("" when it can).
+inline std::string rejects(const PackedCall& c, int out_bytes) {
+  auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
+  if (c.groups < 1 || c.groups > kMaxGroups) return "needs 1 to " + std::to_string(kMaxGroups) + " groups";
+  if (c.rows >= (int64_t{1} << 31) || c.n >= (int64_t{1} << 31) || c.k >= (int64_t{1} << 31)) return "sizes past int32";
+  if (c.k % 16 != 0 || c.lda % 16 != 0 || c.ldb % 16 != 0 || c.b_group_stride % 16 != 0)
+    return "TMA needs K, lda, ldb and B's group stride to be multiples of 16";
+  if (!aligned(c.a) || !aligned(c.b)) return "TMA needs 16-byte aligned A and B";
+  if (reinterpret_cast<uintptr_t>(c.c) % out_bytes != 0) return "C is not aligned to its element";
+  return "";
+}
+
+inline PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* ptr = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      ptr = nullptr;
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(ptr);
+  }();
+  return fn;
+}
+
+// A K-major e4m3 operand: dims innermost first (k, rows[, groups]), box 128 x box_rows [x 1], 128-byte swizzle.
+inline bool encode(CUtensorMap* map, const void* base, int rank, const cuuint64_t* dims, const cuuint64_t* strides,
+                   cuuint32_t box_rows) {
+  auto fn = encode_fn();
+  if (fn == nullptr) return false;
+  const cuuint32_t box[3] = {128, box_rows, 1}, unit[3] = {1, 1, 1};
+  return fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, rank, const_cast<void*>(base), dims, strides, box, unit,
+            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+template <int BN, Recipe R, class Out>
+cudaError_t launch(const PackedCall& c, int sm_count, cudaStream_t stream, std::string* why) {
+  Params p{};
+  const cuuint64_t dims_a[2] = {static_cast<cuuint64_t>(c.k), static_cast<cuuint64_t>(c.rows)};
+  const cuuint64_t strides_a[1] = {static_cast<cuuint64_t>(c.lda)};
+  const cuuint64_t dims_b[3] = {static_cast<cuuint64_t>(c.k), static_cast<cuuint64_t>(c.n),
+                                static_cast<cuuint64_t>(c.groups)};
+  const cuuint64_t strides_b[2] = {static_cast<cuuint64_t>(c.ldb), static_cast<cuuint64_t>(c.b_group_stride)};
+  if (!encode(&p.tma_a, c.a, 2, dims_a, strides_a, kBlockM) || !encode(&p.tma_b, c.b, 3, dims_b, strides_b, BN)) {
+    *why = "cuTensorMapEncodeTiled refused the operands";
+    return cudaErrorInvalidValue;
+  }
+  p.c = c.c;
+  p.ldc = c.ldc;
+  p.sizes = c.group_sizes;
+  p.sizes_int64 = c.sizes_int64;
+  p.groups = c.groups;
+  p.rows = static_cast<int>(c.rows);
+  p.n = static_cast<int>(c.n);
+  p.k = static_cast<int>(c.k);
+  p.vector_store = c.ldc % 2 == 0 && reinterpret_cast<uintptr_t>(c.c) % (2 * sizeof(Out)) == 0;
+  p.sa = c.sa;
+  p.sa_stride = c.sa_stride;
+  p.sb = c.sb;
+  p.sb_stride = c.sb_stride;
+  p.sizes_ok = c.sizes_ok;
+  auto kernel = grouped_fp8_kernel<BN, R, Out>;
+  constexpr int smem = static_cast<int>(sizeof(Smem<BN>)) + 1024;
+  static const cudaError_t raised = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (raised != cudaSuccess) {
+    *why = std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(raised);
+    return raised;
+  }
+  // At most one CTA per SM, and no more than the tiles the call can have (sum of ceil(M_g/128) <= rows/128 + G).
+  const int64_t n_blocks = (c.n + BN - 1) / BN, tiles = (c.rows / kBlockM + c.groups) * n_blocks;
+  const int grid = static_cast<int>(tiles < sm_count ? tiles : sm_count);
+  kernel<<<grid, kThreads, smem, stream>>>(p);
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) *why = std::string("launch: ") + cudaGetErrorString(e);
+  return e;
+}
+
+}  // namespace ckgemm::ws
