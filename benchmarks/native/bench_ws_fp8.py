@@ -34,7 +34,8 @@ class Kernel:
         self.lib.ws_fp8_packed.restype = ctypes.c_int
         self.sms = torch.cuda.get_device_properties(0).multi_processor_count
 
-    def __call__(self, a, b, sizes, out, sa, sb, recipe, bn):
+    def __call__(self, a, b, sizes, out, sa, sb, recipe, variant):
+        bn, mcast_b = int(variant[:-1]), int(variant[-1] == "b")
         p = lambda t: ctypes.c_void_p(t.data_ptr() if t is not None else 0)  # noqa: E731
         ll = ctypes.c_longlong
         sa_stride = sa.stride(0) if sa is not None and sa.dim() == 2 else 1
@@ -42,7 +43,7 @@ class Kernel:
         rc = self.lib.ws_fp8_packed(
             p(a), p(b), p(out), p(sizes), int(sizes.dtype == torch.int64), sizes.numel(), ll(a.shape[0]),
             ll(b.shape[1]), ll(a.shape[1]), ll(a.stride(0)), ll(b.stride(1)), ll(out.stride(0)), ll(b.stride(0)),
-            p(sa), ll(sa_stride), p(sb), ll(sb_stride), RECIPES[recipe], int(out.dtype == torch.float32), bn,
+            p(sa), ll(sa_stride), p(sb), ll(sb_stride), RECIPES[recipe], int(out.dtype == torch.float32), bn, mcast_b,
             self.sms, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
         if rc != 0:
             raise RuntimeError(f"ws_fp8_packed returned {rc}")
@@ -60,11 +61,11 @@ def make(recipe, sizes, n, k, seed):
     return a, sa, b, sb
 
 
-def check(kern, recipe, sizes, n, k, bn, seed, sizes_dtype=torch.int32):
+def check(kern, recipe, sizes, n, k, variant, seed, sizes_dtype=torch.int32):
     a, sa, b, sb = make(recipe, sizes, n, k, seed)
     out_dtype = torch.float32 if recipe == "none" else torch.bfloat16
     out = torch.full((sum(sizes), n), float("nan"), dtype=out_dtype, device="cuda")
-    kern(a, b, torch.tensor(sizes, dtype=sizes_dtype, device="cuda"), out, sa, sb, recipe, bn)
+    kern(a, b, torch.tensor(sizes, dtype=sizes_dtype, device="cuda"), out, sa, sb, recipe, variant)
     torch.cuda.synchronize()
     ref = (grouped_gemm_reference_packed(a, b, sizes) if recipe == "none" else
            grouped_gemm_reference_packed((a, sa), (b, sb), sizes)).float()
@@ -75,7 +76,7 @@ def check(kern, recipe, sizes, n, k, bn, seed, sizes_dtype=torch.int32):
     bad = int(((o - ref).abs() > atol + rtol * ref.abs()).sum()) if ref.numel() else 0
     diff = calc_diff(o, ref) if ref.numel() else 0.0
     ok = nan == 0 and bad == 0 and diff <= scaled_max_diff(out_dtype if recipe != "none" else torch.bfloat16)
-    print(f"{'PASS' if ok else 'FAIL'} {recipe:5s} BN {bn} sizes {sizes if len(sizes) < 8 else len(sizes)} "
+    print(f"{'PASS' if ok else 'FAIL'} {recipe:5s} {variant} sizes {sizes if len(sizes) < 8 else len(sizes)} "
           f"n {n} k {k} {sizes_dtype}: nan {nan}, over tol {bad}, calc_diff {diff:.3g}", flush=True)
     return ok
 
@@ -97,7 +98,7 @@ def scaled_mm_loop(a, b, sizes):
     return call, lambda: torch.cat(out["y"])
 
 
-def perf(kern, name, recipe, bns, iters, seed):
+def perf(kern, name, recipe, variants, iters, seed):
     experts, tokens, n, k, _ = CASES[name]
     sizes = list(shapes.moe_split(tokens, experts, n, k, seed, dist="multinomial").ms)
     a, sa, b, sb = make(recipe, sizes, n, k, seed)
@@ -115,13 +116,13 @@ def perf(kern, name, recipe, bns, iters, seed):
         g0 = next(i for i, m in enumerate(sizes) if m)
         s0 = sum(sizes[:g0])
         ref = a[s0:s0 + sizes[g0]].double() @ b[g0].double().t()
-    for bn in bns:
+    for variant in variants:
         out = torch.full((tokens, n), float("nan"), dtype=out_dtype, device="cuda")
-        ours = lambda: kern(a, b, gs, out, sa, sb, recipe, bn)  # noqa: E731
+        ours = lambda: kern(a, b, gs, out, sa, sb, recipe, variant)  # noqa: E731
         ours()
         torch.cuda.synchronize()
         assert not torch.isnan(out.float()).any(), "unwritten output"
-        line = f"{name:20s} {recipe:5s} BN {bn}: "
+        line = f"{name:20s} {recipe:5s} {variant}: "
         if found is None:
             t = bench(ours, graph=True, iters=iters, telemetry=False).median_ms
             print(line + f"{t:.4f} ms {flops / t / 1e9:.0f} TFLOP/s (no peer: {why})", flush=True)
@@ -148,20 +149,39 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lib", required=True)
     ap.add_argument("--check-only", action="store_true")
-    ap.add_argument("--cases", default=",".join(n for n in CASES if "decode" not in n))
+    ap.add_argument("--skip-checks", action="store_true", help="time without the correctness pass (experiments)")
+    ap.add_argument("--cases", default=",".join(n for n in CASES if "decode" not in n),
+                    help="comma-separated case names of bench_scaled.CASES (underscores may stand for spaces)")
     ap.add_argument("--recipes", default="block,row,none")
-    ap.add_argument("--bn", default="128,192")
+    ap.add_argument("--variants", default="192b,192a,128b",
+                    help="tile columns and the multicast operand (a or b), e.g. 192b")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--profile", action="store_true", help="run each case x recipe x variant three times, no checks or "
+                    "peers (for Nsight Compute: profile the third launch of each)")
     args = ap.parse_args()
+    args.cases = args.cases.replace("_", " ")
     print(f"seed {args.seed}; {torch.cuda.get_device_name()}; torch {torch.__version__}", flush=True)
     kern = Kernel(args.lib)
-    bns = [int(x) for x in args.bn.split(",")]
+    variants = args.variants.split(",")
+    if args.profile:
+        for name in args.cases.split(","):
+            experts, tokens, n, k, _ = CASES[name]
+            sizes = list(shapes.moe_split(tokens, experts, n, k, args.seed, dist="multinomial").ms)
+            gs = torch.tensor(sizes, dtype=torch.int32, device="cuda")
+            for recipe in args.recipes.split(","):
+                a, sa, b, sb = make(recipe, sizes, n, k, args.seed)
+                out = torch.empty((tokens, n), dtype=torch.float32 if recipe == "none" else torch.bfloat16, device="cuda")
+                for variant in variants:
+                    for _ in range(3):
+                        kern(a, b, gs, out, sa, sb, recipe, variant)
+                torch.cuda.synchronize()
+        return 0
     ok = True
-    for recipe in args.recipes.split(","):
-        for bn in bns:
+    for recipe in args.recipes.split(",") if not args.skip_checks else []:
+        for variant in variants:
             for i, (sizes, n, k) in enumerate(CHECKS):
-                ok &= check(kern, recipe, sizes, n, k, bn, args.seed + i,
+                ok &= check(kern, recipe, sizes, n, k, variant, args.seed + i,
                             torch.int64 if i % 2 else torch.int32)
     print("ALL CHECKS PASSED" if ok else "CHECKS FAILED", flush=True)
     if not ok or args.check_only:
@@ -169,7 +189,7 @@ def main():
     for name in args.cases.split(","):
         for recipe in args.recipes.split(","):
             try:
-                perf(kern, name, recipe, bns, args.iters, args.seed)
+                perf(kern, name, recipe, variants, args.iters, args.seed)
             except Exception as exc:  # noqa: BLE001 - one failure must not hide the other cases
                 print(f"{name} {recipe}: FAILED {type(exc).__name__}: {str(exc)[:300]}", flush=True)
     return 0

@@ -12,7 +12,8 @@ using namespace ckgemm::ws;
 extern "C" int ws_fp8_packed(const void* a, const void* b, void* c, const void* sizes, int sizes_int64, int groups,
                              long long rows, long long n, long long k, long long lda, long long ldb, long long ldc,
                              long long b_group_stride, const float* sa, long long sa_stride, const float* sb,
-                             long long sb_stride, int recipe, int out_f32, int bn, int sm_count, void* stream) {
+                             long long sb_stride, int recipe, int out_f32, int bn, int mcast_b, int sm_count,
+                             void* stream) {
   PackedCall call{a, b, c, sizes, sizes_int64, groups, rows, n, k, lda, ldb, ldc, b_group_stride,
                   sa, sa_stride, sb, sb_stride, nullptr};
   std::string why = rejects(call, out_f32 ? 4 : 2);
@@ -22,15 +23,18 @@ extern "C" int ws_fp8_packed(const void* a, const void* b, void* c, const void* 
   }
   auto s = static_cast<cudaStream_t>(stream);
   cudaError_t e = cudaErrorInvalidValue;
-#define WS_CASE(BN_, R_, OUT_) \
-  if (bn == BN_ && recipe == static_cast<int>(Recipe::R_) && out_f32 == std::is_same_v<OUT_, float>) \
-    e = launch<BN_, Recipe::R_, OUT_>(call, sm_count, s, &why);
-  WS_CASE(128, None, float)
-  WS_CASE(192, None, float)
-  WS_CASE(128, Row, __nv_bfloat16)
-  WS_CASE(192, Row, __nv_bfloat16)
-  WS_CASE(128, Block, __nv_bfloat16)
-  WS_CASE(192, Block, __nv_bfloat16)
+#define WS_CASE(BN_, MB_, R_, OUT_)                                                                      \
+  if (bn == BN_ && mcast_b == MB_ && recipe == static_cast<int>(Recipe::R_) &&                          \
+      out_f32 == std::is_same_v<OUT_, float>)                                                             \
+    e = launch<BN_, MB_, Recipe::R_, OUT_>(call, sm_count, s, &why);
+#define WS_BOTH(BN_, R_, OUT_) WS_CASE(BN_, 0, R_, OUT_) WS_CASE(BN_, 1, R_, OUT_)
+  WS_BOTH(128, None, float)
+  WS_BOTH(192, None, float)
+  WS_BOTH(128, Row, __nv_bfloat16)
+  WS_BOTH(192, Row, __nv_bfloat16)
+  WS_BOTH(128, Block, __nv_bfloat16)
+  WS_BOTH(192, Block, __nv_bfloat16)
+#undef WS_BOTH
 #undef WS_CASE
   if (e != cudaSuccess) std::fprintf(stderr, "ws_fp8: %s (%s)\n", why.c_str(), cudaGetErrorString(e));
   return static_cast<int>(e);

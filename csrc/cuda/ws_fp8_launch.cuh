@@ -61,7 +61,7 @@ inline bool encode(CUtensorMap* map, const void* base, int rank, const cuuint64_
             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-template <int BN, Recipe R, class Out>
+template <int BN, bool McastB, Recipe R, class Out>
 cudaError_t launch(const PackedCall& c, int sm_count, cudaStream_t stream, std::string* why) {
   Params p{};
   const cuuint64_t dims_a[2] = {static_cast<cuuint64_t>(c.k), static_cast<cuuint64_t>(c.rows)};
@@ -69,10 +69,31 @@ cudaError_t launch(const PackedCall& c, int sm_count, cudaStream_t stream, std::
   const cuuint64_t dims_b[3] = {static_cast<cuuint64_t>(c.k), static_cast<cuuint64_t>(c.n),
                                 static_cast<cuuint64_t>(c.groups)};
   const cuuint64_t strides_b[2] = {static_cast<cuuint64_t>(c.ldb), static_cast<cuuint64_t>(c.b_group_stride)};
-  if (!encode(&p.tma_a, c.a, 2, dims_a, strides_a, kBlockM) || !encode(&p.tma_b, c.b, 3, dims_b, strides_b, BN)) {
+  using Cfg = Config<BN, McastB>;
+  if (!encode(&p.tma_a, c.a, 2, dims_a, strides_a, Cfg::kRowsA) || !encode(&p.tma_b, c.b, 3, dims_b, strides_b, Cfg::kRowsB)) {
     *why = "cuTensorMapEncodeTiled refused the operands";
     return cudaErrorInvalidValue;
   }
+#if CKGEMM_WS_SCALES == 2
+  if constexpr (R == Recipe::Block) {  // scales in boxes of four k-blocks (f32: 16 bytes, TMA's least)
+    const cuuint64_t kbs = (c.k + 127) / 128, nbs = (c.n + 127) / 128;
+    const cuuint64_t d_sa[2] = {kbs, static_cast<cuuint64_t>(c.rows)}, s_sa[1] = {static_cast<cuuint64_t>(c.sa_stride) * 4};
+    const cuuint64_t d_sb[3] = {kbs, nbs, static_cast<cuuint64_t>(c.groups)};
+    const cuuint64_t s_sb[2] = {kbs * 4, static_cast<cuuint64_t>(c.sb_stride) * 4};
+    const cuuint32_t box_sa[2] = {4, kBlockM}, box_sb[3] = {4, 2, 1}, unit[3] = {1, 1, 1};
+    auto fn = encode_fn();
+    if (kbs % 4 != 0 || fn == nullptr ||
+        fn(&p.tma_sa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(c.sa), d_sa, s_sa, box_sa, unit,
+           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS ||
+        fn(&p.tma_sb, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, const_cast<float*>(c.sb), d_sb, s_sb, box_sb, unit,
+           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+      *why = "scale mode 2 needs ceil(K/128) % 4 == 0 and 16-byte aligned scales";
+      return cudaErrorInvalidValue;
+    }
+  }
+#endif
   p.c = c.c;
   p.ldc = c.ldc;
   p.sizes = c.group_sizes;
@@ -87,18 +108,32 @@ cudaError_t launch(const PackedCall& c, int sm_count, cudaStream_t stream, std::
   p.sb = c.sb;
   p.sb_stride = c.sb_stride;
   p.sizes_ok = c.sizes_ok;
-  auto kernel = grouped_fp8_kernel<BN, R, Out>;
-  constexpr int smem = static_cast<int>(sizeof(Smem<BN>)) + 1024;
+  auto kernel = grouped_fp8_kernel<BN, McastB, R, Out>;
+  constexpr int smem = static_cast<int>(sizeof(Smem<BN, McastB>));
   static const cudaError_t raised = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (raised != cudaSuccess) {
     *why = std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(raised);
     return raised;
   }
-  // At most one CTA per SM, and no more than the tiles the call can have (sum of ceil(M_g/128) <= rows/128 + G).
-  const int64_t n_blocks = (c.n + BN - 1) / BN, tiles = (c.rows / kBlockM + c.groups) * n_blocks;
-  const int grid = static_cast<int>(tiles < sm_count ? tiles : sm_count);
-  kernel<<<grid, kThreads, smem, stream>>>(p);
-  const cudaError_t e = cudaGetLastError();
+  // Clusters of two, at most one CTA per SM, no more than the units the call can have (an upper bound from
+  // the host-side sizes: sum over groups of ceil(M_g / 128) <= rows / 128 + G).
+  const int64_t n_blocks = (c.n + BN - 1) / BN;
+  const int64_t units = McastB ? (c.rows / (2 * kBlockM) + c.groups) * n_blocks
+                               : (c.rows / kBlockM + c.groups) * ((n_blocks + 1) / 2);
+  const int grid = static_cast<int>(2 * (units < sm_count / 2 ? units : sm_count / 2));
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 2;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  config.attrs = attr;
+  config.numAttrs = 1;
+  const cudaError_t e = cudaLaunchKernelEx(&config, kernel, p);
   if (e != cudaSuccess) *why = std::string("launch: ") + cudaGetErrorString(e);
   return e;
 }

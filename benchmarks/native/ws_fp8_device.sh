@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# On a lent H200 (wheels in .whl/: nvidia-cutlass, sgl-deep-gemm, apache-tvm-ffi): build the C entry of
+# ckgemm's own fp8 kernel in three flavours and run the stages named, logs under $OUT.
+#   libws_0 / 1 / 2  block scales by CKGEMM_WS_SCALES 0 (a producer warp's cp.async), 1 (consumers' loads two
+#                    k-blocks ahead), 2 (TMA boxes with the stage's operands)
+#   libws_f  timing experiment: the promotion's math with constant scales (wrong results)
+# Stages: check (correctness), perf (all cases, peers), modes (block timing of every flavour on two cases),
+# stalls (Nsight Compute stall reasons, block vs unscaled, one launch each).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-$PWD/.out}; mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site:$PWD:$PWD/benchmarks PYTHONUNBUFFERED=1 DG_JIT_CACHE_DIR=/tmp/dg
+C=/tmp/site/cutlass_library/source/include
+for v in 0 1 2 f; do
+  flag=-DCKGEMM_WS_SCALES=$v; [ $v = f ] && flag=-DCKGEMM_WS_FAKE_SCALES=1
+  nvcc -std=c++17 -O3 -shared -Xcompiler -fPIC --expt-relaxed-constexpr -gencode=arch=compute_90a,code=sm_90a \
+    $flag -Icsrc -I$C -o /tmp/libws_$v.so benchmarks/native/ws_fp8_capi.cu || exit 1
+done
+B="python3 benchmarks/native/bench_ws_fp8.py"
+M='regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,smsp__inst_executed.sum,gpu__time_duration.sum'
+for stage in "$@"; do
+  case $stage in
+    check) for v in 0 1; do timeout 200 $B --lib /tmp/libws_$v.so --check-only | grep -v PASS | sed "s/^/lib $v: /"; done ;;
+    perf) timeout 400 $B --lib /tmp/libws_0.so --iters 15 | tee "$OUT/perf.log" ;;
+    modes) for v in f 0 1 2; do timeout 100 $B --lib /tmp/libws_$v.so --recipes block --variants 128b,192a \
+             --cases DeepSeek-V3_prefill,DeepSeek-V3_down,Mixtral_prefill,128_experts --iters 10 --skip-checks | sed "s/^/lib $v: /"; done ;;
+    stalls)
+      for run in "0 none 192a" "0 block 192a" "2 block 192a" "2 block 128b"; do
+        set -- $run
+        timeout 120 ncu --clock-control none -k regex:grouped_fp8 --launch-skip 2 --launch-count 1 --metrics "$M" \
+          --csv --page raw $B --lib /tmp/libws_$1.so --profile --cases DeepSeek-V3_prefill --recipes $2 --variants $3 \
+          > "$OUT/raw_$1_$2_$3.csv" 2> "$OUT/err_$1_$2_$3.log"
+      done
+      python3 - "$OUT" <<'PY'
+import csv, glob, os, sys
+for f in sorted(glob.glob(sys.argv[1] + "/raw_*.csv")):
+    rows = list(csv.reader(l for l in open(f) if l.startswith('"')))
+    if len(rows) < 3:
+        print(os.path.basename(f), "no data"); continue
+    d = dict(zip(rows[0], rows[2]))
+    top = sorted(((float(v.replace(",", "")), k.split("stalled_")[1].split("_per")[0]) for k, v in d.items()
+                  if "stalled_" in k and v.replace(",", "").replace(".", "").isdigit()), reverse=True)[:8]
+    print(os.path.basename(f), "time", d.get("gpu__time_duration.sum"), "inst", d.get("smsp__inst_executed.sum"),
+          "| " + ", ".join(f"{k} {v:.2f}" for v, k in top))
+PY
+      ;;
+  esac
+done
