@@ -203,6 +203,26 @@ __device__ __forceinline__ Tile decode(const Smem<BN, McastB>& s, int groups, in
   return t;
 }
 
+// acc += tmp * scale, the scale of rows r_lo / r_lo + 8 (lo / hi) and of the B block of each column: the first
+// (0) left of column kSplit, the second (1) from it on. kSplit is a template argument so no column selects.
+template <int BN, int kSplit>
+__device__ __forceinline__ void promote(float* acc, const float* tmp, float lo0, float hi0, float lo1, float hi1) {
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const float lo = j * 8 < kSplit ? lo0 : lo1, hi = j * 8 < kSplit ? hi0 : hi1;
+    acc[4 * j + 0] = fmaf(tmp[4 * j + 0], lo, acc[4 * j + 0]);
+    acc[4 * j + 1] = fmaf(tmp[4 * j + 1], lo, acc[4 * j + 1]);
+    acc[4 * j + 2] = fmaf(tmp[4 * j + 2], hi, acc[4 * j + 2]);
+    acc[4 * j + 3] = fmaf(tmp[4 * j + 3], hi, acc[4 * j + 3]);
+  }
+}
+
+template <class Out>
+__device__ __forceinline__ void store_pair(Out* dst, float v0, float v1) {
+  if constexpr (std::is_same_v<Out, float>) *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
+  else *reinterpret_cast<__nv_bfloat162*>(dst) = __floats2bfloat162_rn(v0, v1);
+}
+
 // Epilogue, straight from the registers of an m64nBN accumulator (rows r_lo and r_lo + 8, two adjacent
 // columns per 8-column chunk): rows past the group's end and columns past N are not stored.
 template <int BN, Recipe R, class Out>
@@ -214,6 +234,19 @@ __device__ __forceinline__ void store_tile(const Params& p, const Tile& t, const
     row_scale[1] = __ldg(p.sa + static_cast<int64_t>(min(t.row0 + r_lo + 8, last)) * p.sa_stride);
   }
   const float* sb_row = R == Recipe::Row ? p.sb + t.g * p.sb_stride : nullptr;
+  if (p.vector_store && t.m_local0 + kBlockM <= t.m_g && t.n0 + BN <= p.n) {  // a whole tile: no bounds per element
+    const int col0 = t.n0 + 2 * (lane % 4);
+    Out* lo = static_cast<Out*>(p.c) + static_cast<int64_t>(t.row0 + r_lo) * p.ldc + col0;
+    Out* hi = lo + 8 * p.ldc;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      float cs0 = 1.f, cs1 = 1.f;
+      if constexpr (R == Recipe::Row) { cs0 = __ldg(sb_row + col0 + 8 * j); cs1 = __ldg(sb_row + col0 + 8 * j + 1); }
+      store_pair(lo + 8 * j, acc[4 * j + 0] * row_scale[0] * cs0, acc[4 * j + 1] * row_scale[0] * cs1);
+      store_pair(hi + 8 * j, acc[4 * j + 2] * row_scale[1] * cs0, acc[4 * j + 3] * row_scale[1] * cs1);
+    }
+    return;
+  }
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j) {
     const int col = t.n0 + j * 8 + 2 * (lane % 4);
@@ -230,8 +263,7 @@ __device__ __forceinline__ void store_tile(const Params& p, const Tile& t, const
       const float v0 = acc[4 * j + 2 * h] * row_scale[h] * cs0, v1 = acc[4 * j + 2 * h + 1] * row_scale[h] * cs1;
       Out* dst = static_cast<Out*>(p.c) + static_cast<int64_t>(t.row0 + r_lo + 8 * h) * p.ldc + col;
       if (p.vector_store && col + 1 < p.n) {
-        if constexpr (std::is_same_v<Out, float>) *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
-        else *reinterpret_cast<__nv_bfloat162*>(dst) = __floats2bfloat162_rn(v0, v1);
+        store_pair(dst, v0, v1);
       } else {
         dst[0] = static_cast<Out>(v0);
         if (col + 1 < p.n) dst[1] = static_cast<Out>(v1);
@@ -379,15 +411,10 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
         if (++stage == kStages) { stage = 0; phase ^= 1; }
         if constexpr (R == Recipe::Block) {
           const float s_lo0 = a_lo * b0, s_hi0 = a_hi * b0, s_lo1 = a_lo * b1, s_hi1 = a_hi * b1;
-#pragma unroll
-          for (int j = 0; j < BN / 8; ++j) {
-            const bool first = j * 8 < split;
-            const float lo = first ? s_lo0 : s_lo1, hi = first ? s_hi0 : s_hi1;
-            acc[4 * j + 0] = fmaf(tmp[4 * j + 0], lo, acc[4 * j + 0]);
-            acc[4 * j + 1] = fmaf(tmp[4 * j + 1], lo, acc[4 * j + 1]);
-            acc[4 * j + 2] = fmaf(tmp[4 * j + 2], hi, acc[4 * j + 2]);
-            acc[4 * j + 3] = fmaf(tmp[4 * j + 3], hi, acc[4 * j + 3]);
-          }
+          if (BN == 128 || split == 128)  // the 128-wide B scale block boundary sits at column 128 or 64 of the tile
+            promote<BN, 128>(acc, tmp, s_lo0, s_hi0, s_lo1, s_hi1);
+          else
+            promote<BN, 64>(acc, tmp, s_lo0, s_hi0, s_lo1, s_hi1);
         } else {
 #pragma unroll
           for (int i = 0; i < BN / 2; ++i) acc[i] += tmp[i];
