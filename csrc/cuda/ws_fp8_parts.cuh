@@ -1,0 +1,199 @@
+// The device-side parts of ckgemm's own fp8 grouped kernel (ws_fp8.cuh): wgmma and TMA wrappers, the group
+// table and tile decoding, the promotion and the epilogue.
+#pragma once
+
+#include "ws_fp8_types.cuh"
+
+namespace ckgemm::ws {
+
+template <class M, size_t... I>
+__device__ __forceinline__ void mma_call(uint64_t da, uint64_t db, float* d, bool accumulate, std::index_sequence<I...>) {
+  M::fma(da, db, d[I]..., accumulate ? cute::SM90::GMMA::ScaleOut::One : cute::SM90::GMMA::ScaleOut::Zero);
+}
+
+// K-major, 128-byte swizzle (what TMA's SWIZZLE_128B writes): 8-row atoms 1024 bytes apart.
+__device__ __forceinline__ uint64_t smem_desc(const void* p) {
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (uint64_t{1} << 16) | (uint64_t{1024 >> 4} << 32) |
+         (uint64_t{1} << 62);
+}
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+
+// A TMA load of a 2-D ([rows, k]) or 3-D ([groups, n, k]) box into this CTA, or multicast to both CTAs of
+// the cluster (each CTA's barrier at the same offset counts the bytes that land in it).
+__device__ __forceinline__ void tma_load(const CUtensorMap* map, uint64_t* bar, void* dst, int k0, int r0, int g,
+                                         bool three_d, bool multicast) {
+  const uint32_t d = smem_u32(dst), b = smem_u32(bar);
+  const uint16_t mask = 0x3;
+  if (three_d && multicast)
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%3, %4, %5}], [%2], %6;" :: "r"(d), "l"(map), "r"(b), "r"(k0), "r"(r0), "r"(g), "h"(mask) : "memory");
+  else if (three_d)
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];"
+                 :: "r"(d), "l"(map), "r"(b), "r"(k0), "r"(r0), "r"(g) : "memory");
+  else if (multicast)
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%3, %4}], [%2], %5;" :: "r"(d), "l"(map), "r"(b), "r"(k0), "r"(r0), "h"(mask) : "memory");
+  else
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
+                 :: "r"(d), "l"(map), "r"(b), "r"(k0), "r"(r0) : "memory");
+}
+
+__device__ __forceinline__ void cp_async_f32(float* dst, const float* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+}
+
+// The group of unit u: unit_start[g] <= u < unit_start[g + 1] (empty groups have no units).
+__device__ __forceinline__ int group_of(const int* unit_start, int groups, int u) {
+  int lo = 0, hi = groups;
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) >> 1;
+    if (unit_start[mid] <= u) lo = mid; else hi = mid;
+  }
+  return lo;
+}
+
+// Units a group of m rows makes: pairs of tiles, one per CTA of the cluster.
+template <bool McastB>
+__device__ __forceinline__ int units_of(int m, int n_blocks) {
+  const int m_blocks = (m + kBlockM - 1) / kBlockM;
+  return McastB ? (m_blocks + 1) / 2 * n_blocks : m_blocks * ((n_blocks + 1) / 2);
+}
+
+// Prefix sums of rows and units per group, the sizes checked as the packed builder checks them.
+template <int BN, bool McastB>
+__device__ void build_table(Smem<BN, McastB>& s, const Params& p, int n_blocks) {
+  const int tid = threadIdx.x;
+  for (int i = tid; i < p.groups; i += blockDim.x)
+    s.row_start[i + 1] = p.sizes_int64 ? static_cast<int>(static_cast<const int64_t*>(p.sizes)[i])
+                                       : static_cast<const int*>(p.sizes)[i];
+  __syncthreads();
+  if (tid < 32) {
+    int rows = 0, units = 0;
+    bool bad = false;
+    for (int base = 0; base < p.groups; base += 32) {
+      const int i = base + tid;
+      int m = i < p.groups ? s.row_start[i + 1] : 0;
+      bad |= m < 0;
+      m = m < 0 ? 0 : m;
+      int u = units_of<McastB>(m, n_blocks);
+      for (int d = 1; d < 32; d <<= 1) {
+        const int mu = __shfl_up_sync(0xffffffffu, m, d), uu = __shfl_up_sync(0xffffffffu, u, d);
+        if (tid >= d) { m += mu; u += uu; }
+      }
+      __syncwarp();
+      if (i < p.groups) { s.row_start[i + 1] = rows + m; s.unit_start[i + 1] = units + u; }
+      rows += __shfl_sync(0xffffffffu, m, 31);
+      units += __shfl_sync(0xffffffffu, u, 31);
+    }
+    bad = __any_sync(0xffffffffu, bad) || rows != p.rows;
+    if (tid == 0) {
+      s.row_start[0] = s.unit_start[0] = 0;
+      s.bad = bad;
+      if (bad) s.unit_start[p.groups] = 0;
+    }
+  }
+  __syncthreads();
+  if (blockIdx.x == 0 && tid == 0 && p.sizes_ok != nullptr) *p.sizes_ok = s.bad ? 0 : 1;
+  // No printf here: a call in the kernel makes ptxas serialise the wgmmas (C7510). The host wrapper passes
+  // sizes_ok and reports bad sizes; without it, bad sizes trap the launch.
+  if (s.bad && p.sizes_ok == nullptr) asm volatile("trap;");
+}
+
+struct Tile {
+  int g, m_g, m_local0, row0, n0;  // group, its rows, this CTA's first row in the group and in A, first column
+};
+
+template <int BN, bool McastB>
+__device__ __forceinline__ Tile decode(const Smem<BN, McastB>& s, int groups, int u, int n_blocks, int rank) {
+  Tile t;
+  t.g = group_of(s.unit_start, groups, u);
+  const int local = u - s.unit_start[t.g];
+  t.m_g = s.row_start[t.g + 1] - s.row_start[t.g];
+  const int m_blocks = (t.m_g + kBlockM - 1) / kBlockM;
+  int mb, nb;
+  if constexpr (McastB) {
+    const int pairs = (m_blocks + 1) / 2;
+    mb = 2 * (local % pairs) + rank;
+    nb = local / pairs;
+  } else {
+    mb = local % m_blocks;
+    nb = 2 * (local / m_blocks) + rank;
+  }
+  t.m_local0 = mb * kBlockM;
+  t.row0 = s.row_start[t.g] + t.m_local0;
+  t.n0 = nb * BN;
+  return t;
+}
+
+// acc += tmp * scale, the scale of rows r_lo / r_lo + 8 (lo / hi) and of the B block of each column: the first
+// (0) left of column kSplit, the second (1) from it on. kSplit is a template argument so no column selects.
+template <int BN, int kSplit>
+__device__ __forceinline__ void promote(float* acc, const float* tmp, float lo0, float hi0, float lo1, float hi1) {
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const float lo = j * 8 < kSplit ? lo0 : lo1, hi = j * 8 < kSplit ? hi0 : hi1;
+    acc[4 * j + 0] = fmaf(tmp[4 * j + 0], lo, acc[4 * j + 0]);
+    acc[4 * j + 1] = fmaf(tmp[4 * j + 1], lo, acc[4 * j + 1]);
+    acc[4 * j + 2] = fmaf(tmp[4 * j + 2], hi, acc[4 * j + 2]);
+    acc[4 * j + 3] = fmaf(tmp[4 * j + 3], hi, acc[4 * j + 3]);
+  }
+}
+
+template <class Out>
+__device__ __forceinline__ void store_pair(Out* dst, float v0, float v1) {
+  if constexpr (std::is_same_v<Out, float>) *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
+  else *reinterpret_cast<__nv_bfloat162*>(dst) = __floats2bfloat162_rn(v0, v1);
+}
+
+// Epilogue, straight from the registers of an m64nBN accumulator (rows r_lo and r_lo + 8, two adjacent
+// columns per 8-column chunk): rows past the group's end and columns past N are not stored.
+template <int BN, Recipe R, class Out>
+__device__ __forceinline__ void store_tile(const Params& p, const Tile& t, const float* acc, int r_lo, int lane) {
+  float row_scale[2] = {1.f, 1.f};
+  if constexpr (R == Recipe::Row) {
+    const int last = p.rows - 1;
+    row_scale[0] = __ldg(p.sa + static_cast<int64_t>(min(t.row0 + r_lo, last)) * p.sa_stride);
+    row_scale[1] = __ldg(p.sa + static_cast<int64_t>(min(t.row0 + r_lo + 8, last)) * p.sa_stride);
+  }
+  const float* sb_row = R == Recipe::Row ? p.sb + t.g * p.sb_stride : nullptr;
+  if (p.vector_store && t.m_local0 + kBlockM <= t.m_g && t.n0 + BN <= p.n) {  // a whole tile: no bounds per element
+    const int col0 = t.n0 + 2 * (lane % 4);
+    Out* lo = static_cast<Out*>(p.c) + static_cast<int64_t>(t.row0 + r_lo) * p.ldc + col0;
+    Out* hi = lo + 8 * p.ldc;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      float cs0 = 1.f, cs1 = 1.f;
+      if constexpr (R == Recipe::Row) { cs0 = __ldg(sb_row + col0 + 8 * j); cs1 = __ldg(sb_row + col0 + 8 * j + 1); }
+      store_pair(lo + 8 * j, acc[4 * j + 0] * row_scale[0] * cs0, acc[4 * j + 1] * row_scale[0] * cs1);
+      store_pair(hi + 8 * j, acc[4 * j + 2] * row_scale[1] * cs0, acc[4 * j + 3] * row_scale[1] * cs1);
+    }
+    return;
+  }
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const int col = t.n0 + j * 8 + 2 * (lane % 4);
+    if (col >= p.n) continue;
+    float cs0 = 1.f, cs1 = 1.f;
+    if constexpr (R == Recipe::Row) {
+      cs0 = __ldg(sb_row + col);
+      cs1 = col + 1 < p.n ? __ldg(sb_row + col + 1) : 0.f;
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int m_local = t.m_local0 + r_lo + 8 * h;
+      if (m_local >= t.m_g) continue;
+      const float v0 = acc[4 * j + 2 * h] * row_scale[h] * cs0, v1 = acc[4 * j + 2 * h + 1] * row_scale[h] * cs1;
+      Out* dst = static_cast<Out*>(p.c) + static_cast<int64_t>(t.row0 + r_lo + 8 * h) * p.ldc + col;
+      if (p.vector_store && col + 1 < p.n) {
+        store_pair(dst, v0, v1);
+      } else {
+        dst[0] = static_cast<Out>(v0);
+        if (col + 1 < p.n) dst[1] = static_cast<Out>(v1);
+      }
+    }
+  }
+}
+
+}  // namespace ckgemm::ws

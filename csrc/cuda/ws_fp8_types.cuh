@@ -1,0 +1,69 @@
+// The types of ckgemm's own fp8 grouped kernel (ws_fp8.cuh): recipes, tile configuration, kernel parameters
+// and the shared-memory layout.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cute/arch/mma_sm90_desc.hpp"
+#include "cute/arch/mma_sm90_gmma.hpp"
+#include "cutlass/arch/barrier.h"
+#include "cutlass/arch/reg_reconfig.h"
+#include "cute/arch/cluster_sm90.hpp"
+
+namespace ckgemm::ws {
+
+enum class Recipe : int { None = 0, Row = 1, Block = 2 };
+constexpr int kBlockM = 128, kBlockK = 128, kThreads = 384, kMaxGroups = 1024;
+
+// BN: tile columns. Clusters of two CTAs share one operand's tile through TMA multicast (each CTA loads
+// half of it into both): McastB pairs two M-blocks of one group and N-block (B shared), else two N-blocks of
+// one M-block (A shared). A pair's second tile past the group's M-blocks (or past N) is computed on rows or
+// columns that are never stored, so both CTAs keep the shared ring in step.
+template <int BN, bool McastB>
+struct Config {
+  static constexpr int kStages = BN <= 128 ? 6 : 5;
+  static constexpr int kBytesA = kBlockM * kBlockK, kBytesB = BN * kBlockK;
+  // setmaxnreg split of the 64K registers (128 x producer + 256 x consumer <= 65536)
+  static constexpr int kProducerRegs = BN <= 128 ? 56 : 40, kConsumerRegs = BN <= 128 ? 224 : 232;
+  static constexpr int kRowsA = McastB ? kBlockM : kBlockM / 2, kRowsB = McastB ? BN / 2 : BN;  // rows one CTA loads
+};
+
+struct Params {
+  CUtensorMap tma_a;  // [rows, k] e4m3, box 128 x Config::kRowsA
+  CUtensorMap tma_b;  // [groups, n, k] e4m3, box 1 x Config::kRowsB x 128
+  CUtensorMap tma_sa;  // scale mode 2: [rows, kblocks] f32, box 128 x 4
+  CUtensorMap tma_sb;  // scale mode 2: [groups, n blocks, kblocks] f32, box 1 x 2 x 4
+  void* c;
+  int64_t ldc;
+  const void* sizes;
+  int sizes_int64, groups, rows, n, k, vector_store;
+  const float* sa;  // Row: sa[row * sa_stride]; Block: sa[row * sa_stride + kb]
+  int64_t sa_stride;
+  const float* sb;  // Row: sb[g * sb_stride + col]; Block: sb[g * sb_stride + nb * kblocks + kb]
+  int64_t sb_stride;
+  int* sizes_ok;    // null: bad sizes trap; else 1 / 0 (and nothing computed on 0)
+};
+
+template <int BN, bool McastB>
+struct alignas(1024) Smem {
+  uint8_t a[Config<BN, McastB>::kStages][Config<BN, McastB>::kBytesA];
+  uint8_t b[Config<BN, McastB>::kStages][Config<BN, McastB>::kBytesB];
+  float sa[Config<BN, McastB>::kStages][kBlockM];  // block scales of the stage: A rows, the tile's two B blocks
+  float sb[Config<BN, McastB>::kStages][2];
+  // scale mode 2: four k-blocks' scales of the stage's rows and two B blocks (TMA wants 128-byte aligned boxes)
+  alignas(128) float sa4[Config<BN, McastB>::kStages][kBlockM][4];
+  alignas(128) float sb4[Config<BN, McastB>::kStages][32];
+  uint64_t full[Config<BN, McastB>::kStages], empty[Config<BN, McastB>::kStages];
+  int row_start[kMaxGroups + 1], unit_start[kMaxGroups + 1];
+  int bad;
+};
+
+template <int BN>
+using Mma = std::conditional_t<BN == 128, cute::SM90::GMMA::MMA_64x128x32_F32E4M3E4M3_SS_TN<>,
+                               cute::SM90::GMMA::MMA_64x192x32_F32E4M3E4M3_SS_TN<>>;
+
+}  // namespace ckgemm::ws
