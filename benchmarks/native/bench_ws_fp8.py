@@ -98,14 +98,28 @@ def scaled_mm_loop(a, b, sizes):
     return call, lambda: torch.cat(out["y"])
 
 
-def perf(kern, name, recipe, variants, iters, seed):
+def ckgemm_call(a, sa, b, sb, gs, out):
+    """The op's own packed call (on a GPU build: its CUTLASS instances), for an A/B against the prototype."""
+    import ckgemm
+    if sa is None:
+        return lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out)
+    return lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out, scale_a=sa, scale_b=sb)
+
+
+def perf(kern, name, recipe, variants, iters, seed, vs_ckgemm=False):
     experts, tokens, n, k, _ = CASES[name]
     sizes = list(shapes.moe_split(tokens, experts, n, k, seed, dist="multinomial").ms)
     a, sa, b, sb = make(recipe, sizes, n, k, seed)
     gs = torch.tensor(sizes, dtype=torch.int32, device="cuda")
     out_dtype = torch.float32 if recipe == "none" else torch.bfloat16
     flops = 2.0 * tokens * n * k
-    if recipe == "block":
+    if vs_ckgemm:
+        out_ck = torch.full((tokens, n), float("nan"), dtype=out_dtype, device="cuda")
+        call = ckgemm_call(a, sa, b, sb, gs, out_ck)
+        call()
+        import ckgemm
+        found, why = (call, lambda: out_ck), ckgemm.last_dispatch().config_summary
+    elif recipe == "block":
         found, why = deepgemm_peer(a, sa, b, sb, sizes, torch.bfloat16)
     elif recipe == "row":
         found, why = scaled_grouped_mm_peer(a, sa, b, sb, sizes)
@@ -128,7 +142,9 @@ def perf(kern, name, recipe, variants, iters, seed):
             print(line + f"{t:.4f} ms {flops / t / 1e9:.0f} TFLOP/s (no peer: {why})", flush=True)
             continue
         peer, result = found
-        if ref is not None:
+        if vs_ckgemm:
+            line += f"vs ckgemm {why}: calc_diff {calc_diff(out.float(), result().float()):.3g}; "
+        elif ref is not None:
             ours_diff = calc_diff(out[s0:s0 + sizes[g0]], ref)
             peer()
             theirs = calc_diff(result()[s0:s0 + sizes[g0]], ref)
@@ -150,6 +166,8 @@ def main():
     ap.add_argument("--lib", required=True)
     ap.add_argument("--check-only", action="store_true")
     ap.add_argument("--skip-checks", action="store_true", help="time without the correctness pass (experiments)")
+    ap.add_argument("--vs-ckgemm", action="store_true", help="the peer is ckgemm's own packed call (its CUTLASS "
+                    "instances on a GPU build) instead of DeepGEMM / torch")
     ap.add_argument("--cases", default=",".join(n for n in CASES if "decode" not in n),
                     help="comma-separated case names of bench_scaled.CASES (underscores may stand for spaces)")
     ap.add_argument("--recipes", default="block,row,none")
@@ -189,7 +207,7 @@ def main():
     for name in args.cases.split(","):
         for recipe in args.recipes.split(","):
             try:
-                perf(kern, name, recipe, variants, args.iters, args.seed)
+                perf(kern, name, recipe, variants, args.iters, args.seed, args.vs_ckgemm)
             except Exception as exc:  # noqa: BLE001 - one failure must not hide the other cases
                 print(f"{name} {recipe}: FAILED {type(exc).__name__}: {str(exc)[:300]}", flush=True)
     return 0

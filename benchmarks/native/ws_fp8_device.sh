@@ -4,7 +4,8 @@
 #   libws_0 / 1 / 2  block scales by CKGEMM_WS_SCALES 0 (a producer warp's cp.async), 1 (consumers' loads two
 #                    k-blocks ahead), 2 (TMA boxes with the stage's operands)
 #   libws_f  timing experiment: the promotion's math with constant scales (wrong results)
-# Stages: check (correctness), perf (all cases, peers), perf2 (the same with libws_2, two variants), modes (block timing of every flavour on two cases),
+# Stages: check (correctness), perf (all cases, peers), perf2 (the same with libws_2, two variants),
+# abck (libws_2 against the op's own packed call: needs the extension, e.g. carried as ckgemm/_C*.so), modes (block timing of every flavour on two cases),
 # stalls (Nsight Compute stall reasons, block vs unscaled, one launch each).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,6 +24,7 @@ for stage in "$@"; do
   case $stage in
     check) for v in 0 1; do timeout 200 $B --lib /tmp/libws_$v.so --check-only | grep -v PASS | sed "s/^/lib $v: /"; done ;;
     perf) timeout 400 $B --lib /tmp/libws_0.so --iters 15 | tee "$OUT/perf.log" ;;
+    abck) timeout 240 $B --lib /tmp/libws_2.so --skip-checks --variants 192a --iters 10 --vs-ckgemm | tee "$OUT/abck.log" ;;
     perf2) timeout 240 $B --lib /tmp/libws_2.so --skip-checks --variants 128b,192a --iters 10 | tee "$OUT/perf2.log" ;;
     modes) for v in f 0 1 2; do timeout 100 $B --lib /tmp/libws_$v.so --recipes block --variants 128b,192a \
              --cases DeepSeek-V3_prefill,DeepSeek-V3_down,Mixtral_prefill,128_experts --iters 10 --skip-checks | sed "s/^/lib $v: /"; done ;;
