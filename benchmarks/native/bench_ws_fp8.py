@@ -166,6 +166,7 @@ def main():
     ap.add_argument("--lib", required=True)
     ap.add_argument("--check-only", action="store_true")
     ap.add_argument("--skip-checks", action="store_true", help="time without the correctness pass (experiments)")
+    ap.add_argument("--check-cases", default="", help="indices of CHECKS to run (default: all), e.g. 0,5 for sanitizers")
     ap.add_argument("--vs-ckgemm", action="store_true", help="the peer is ckgemm's own packed call (its CUTLASS "
                     "instances on a GPU build) instead of DeepGEMM / torch")
     ap.add_argument("--cases", default=",".join(n for n in CASES if "decode" not in n),
@@ -199,6 +200,8 @@ def main():
     for recipe in args.recipes.split(",") if not args.skip_checks else []:
         for variant in variants:
             for i, (sizes, n, k) in enumerate(CHECKS):
+                if args.check_cases and str(i) not in args.check_cases.split(","):
+                    continue
                 ok &= check(kern, recipe, sizes, n, k, variant, args.seed + i,
                             torch.int64 if i % 2 else torch.int32)
     print("ALL CHECKS PASSED" if ok else "CHECKS FAILED", flush=True)

@@ -5,7 +5,7 @@
 #                    k-blocks ahead), 2 (TMA boxes with the stage's operands)
 #   libws_f  timing experiment: the promotion's math with constant scales (wrong results)
 # Stages: check (correctness), perf (all cases, peers), perf2 (the same with libws_2, two variants),
-# abck (libws_2 against the op's own packed call: needs the extension, e.g. carried as ckgemm/_C*.so), modes (block timing of every flavour on two cases),
+# sanitize (compute-sanitizer memcheck and racecheck over the check shapes), abck (libws_2 against the op's own packed call: needs the extension, e.g. carried as ckgemm/_C*.so), modes (block timing of every flavour on two cases),
 # stalls (Nsight Compute stall reasons, block vs unscaled, one launch each).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -24,6 +24,12 @@ for stage in "$@"; do
   case $stage in
     check) for v in 0 1; do timeout 200 $B --lib /tmp/libws_$v.so --check-only | grep -v PASS | sed "s/^/lib $v: /"; done ;;
     perf) timeout 400 $B --lib /tmp/libws_0.so --iters 15 | tee "$OUT/perf.log" ;;
+    sanitize)  # memcheck over the check shapes (all K for mode 0, K % 512 == 0 for mode 2), racecheck on one small case
+      CS="compute-sanitizer --error-exitcode 1"
+      timeout 200 $CS --tool memcheck $B --lib /tmp/libws_0.so --check-only --check-cases 0,3,5 | grep -v PASS | tail -4
+      timeout 100 $CS --tool memcheck $B --lib /tmp/libws_2.so --check-only --recipes block --check-cases 5 | grep -v PASS | tail -4
+      timeout 150 $CS --tool racecheck $B --lib /tmp/libws_0.so --check-only --recipes block --variants 192a,128b \
+        --check-cases 0 | grep -v PASS | tail -4 ;;
     abck) timeout 240 $B --lib /tmp/libws_2.so --skip-checks --variants 192a --iters 10 --vs-ckgemm | tee "$OUT/abck.log" ;;
     perf2) timeout 240 $B --lib /tmp/libws_2.so --skip-checks --variants 128b,192a --iters 10 | tee "$OUT/perf2.log" ;;
     modes) for v in f 0 1 2; do timeout 100 $B --lib /tmp/libws_$v.so --recipes block --variants 128b,192a \
