@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
       uint32_t phase = 0;
       const int n_scale_blocks = (p.n + 127) / 128;
       for (int u = cluster; u < units; u += clusters) {
-        const Tile t = decode(s, p.groups, u, n_blocks, rank);
+        const Tile t = decode(s, p.groups, u, rank);
         for (int kb = 0; kb < k_blocks; ++kb) {
           Barrier::wait(&s.empty[stage], phase ^ 1);
           if (warp == 0) {
@@ -110,7 +110,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
     uint32_t phase = 0;
     float acc[BN / 2], tmp[BN / 2];
     for (int u = cluster; u < units; u += clusters) {
-      const Tile t = decode(s, p.groups, u, n_blocks, rank);
+      const Tile t = decode(s, p.groups, u, rank);
       const int split = (t.n0 / 128 + 1) * 128 - t.n0;  // Block: columns [0, split) use the stage's sb[0], the rest sb[1]
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;

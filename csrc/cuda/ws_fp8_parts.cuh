@@ -44,23 +44,6 @@ __device__ __forceinline__ void cp_async_f32(float* dst, const float* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
 }
 
-// The group of unit u: unit_start[g] <= u < unit_start[g + 1] (empty groups have no units).
-__device__ __forceinline__ int group_of(const int* unit_start, int groups, int u) {
-  int lo = 0, hi = groups;
-  while (hi - lo > 1) {
-    const int mid = (lo + hi) >> 1;
-    if (unit_start[mid] <= u) lo = mid; else hi = mid;
-  }
-  return lo;
-}
-
-// Units a group of m rows makes: pairs of tiles, one per CTA of the cluster.
-template <bool McastB>
-__device__ __forceinline__ int units_of(int m, int n_blocks) {
-  const int m_blocks = (m + kBlockM - 1) / kBlockM;
-  return McastB ? (m_blocks + 1) / 2 * n_blocks : m_blocks * ((n_blocks + 1) / 2);
-}
-
 // Prefix sums of rows and units per group, the sizes checked as the packed builder checks them.
 template <int BN, bool McastB>
 __device__ void build_table(Smem<BN, McastB>& s, const Params& p, int n_blocks) {
@@ -101,30 +84,9 @@ __device__ void build_table(Smem<BN, McastB>& s, const Params& p, int n_blocks) 
   if (s.bad && p.sizes_ok == nullptr) asm volatile("trap;");
 }
 
-struct Tile {
-  int g, m_g, m_local0, row0, n0;  // group, its rows, this CTA's first row in the group and in A, first column
-};
-
 template <int BN, bool McastB>
-__device__ __forceinline__ Tile decode(const Smem<BN, McastB>& s, int groups, int u, int n_blocks, int rank) {
-  Tile t;
-  t.g = group_of(s.unit_start, groups, u);
-  const int local = u - s.unit_start[t.g];
-  t.m_g = s.row_start[t.g + 1] - s.row_start[t.g];
-  const int m_blocks = (t.m_g + kBlockM - 1) / kBlockM;
-  int mb, nb;
-  if constexpr (McastB) {
-    const int pairs = (m_blocks + 1) / 2;
-    mb = 2 * (local % pairs) + rank;
-    nb = local / pairs;
-  } else {
-    mb = local % m_blocks;
-    nb = 2 * (local / m_blocks) + rank;
-  }
-  t.m_local0 = mb * kBlockM;
-  t.row0 = s.row_start[t.g] + t.m_local0;
-  t.n0 = nb * BN;
-  return t;
+__device__ __forceinline__ Tile decode(const Smem<BN, McastB>& s, int groups, int u, int rank) {
+  return decode_unit<BN, McastB>(s.row_start, s.unit_start, groups, u, rank);
 }
 
 // acc += tmp * scale, the scale of rows r_lo / r_lo + 8 (lo / hi) and of the B block of each column: the first

@@ -13,11 +13,11 @@
 #include "cutlass/arch/barrier.h"
 #include "cutlass/arch/reg_reconfig.h"
 #include "cute/arch/cluster_sm90.hpp"
+#include "ws_fp8_schedule.h"
 
 namespace ckgemm::ws {
 
 enum class Recipe : int { None = 0, Row = 1, Block = 2 };
-constexpr int kBlockM = 128, kBlockK = 128, kThreads = 384, kMaxGroups = 1024;
 
 // BN: tile columns. Clusters of two CTAs share one operand's tile through TMA multicast (each CTA loads
 // half of it into both): McastB pairs two M-blocks of one group and N-block (B shared), else two N-blocks of
