@@ -29,9 +29,6 @@ namespace ckgemm::ws {
 #ifndef CKGEMM_WS_SCALES
 #define CKGEMM_WS_SCALES 0
 #endif
-#ifndef CKGEMM_WS_FAKE_SCALES
-#define CKGEMM_WS_FAKE_SCALES 0
-#endif
 
 template <int BN, bool McastB, Recipe R, class Out>
 __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_constant__ Params p) {
@@ -66,7 +63,6 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
     if ((warp == 0 && lane == 0) || (kScaleWarp && warp == 1)) {
       int stage = 0;
       uint32_t phase = 0;
-      const int n_scale_blocks = (p.n + 127) / 128;
       for (int u = cluster; u < units; u += clusters) {
         const Tile t = decode(s, p.groups, u, rank);
         for (int kb = 0; kb < k_blocks; ++kb) {
@@ -90,12 +86,9 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
           } else {
             for (int i = 0; i < kBlockM / 32; ++i) {
               const int r = lane + 32 * i;
-              cp_async_f32(&s.sa[stage][r], p.sa + static_cast<int64_t>(min(t.row0 + r, p.rows - 1)) * p.sa_stride + kb);
+              cp_async_f32(&s.sa[stage][r], a_scales(p, t.row0 + r) + kb);
             }
-            if (lane < 2) {
-              const int nb = min(t.n0 / 128 + lane, n_scale_blocks - 1);
-              cp_async_f32(&s.sb[stage][lane], p.sb + t.g * p.sb_stride + static_cast<int64_t>(nb) * k_blocks + kb);
-            }
+            if (lane < 2) cp_async_f32(&s.sb[stage][lane], b_block_scales(p, t.g, t.n0 / 128 + lane, k_blocks) + kb);
             asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(smem_u32(&s.full[stage])) : "memory");
           }
           if (++stage == kStages) { stage = 0; phase ^= 1; }
@@ -117,11 +110,10 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
       const float *pa_lo = nullptr, *pa_hi = nullptr, *pb0 = nullptr, *pb1 = nullptr;
       float q0[4] = {1.f, 1.f, 1.f, 1.f}, q1[4] = {1.f, 1.f, 1.f, 1.f};  // scales of k-blocks kb and kb + 1
       if constexpr (kScalePrefetch) {
-        const int last = p.rows - 1, n_scale_blocks = (p.n + 127) / 128;
-        pa_lo = p.sa + static_cast<int64_t>(min(t.row0 + r_lo, last)) * p.sa_stride;
-        pa_hi = p.sa + static_cast<int64_t>(min(t.row0 + r_lo + 8, last)) * p.sa_stride;
-        pb0 = p.sb + t.g * p.sb_stride + static_cast<int64_t>(min(t.n0 / 128, n_scale_blocks - 1)) * k_blocks;
-        pb1 = p.sb + t.g * p.sb_stride + static_cast<int64_t>(min(t.n0 / 128 + 1, n_scale_blocks - 1)) * k_blocks;
+        pa_lo = a_scales(p, t.row0 + r_lo);
+        pa_hi = a_scales(p, t.row0 + r_lo + 8);
+        pb0 = b_block_scales(p, t.g, t.n0 / 128, k_blocks);
+        pb1 = b_block_scales(p, t.g, t.n0 / 128 + 1, k_blocks);
         q0[0] = __ldg(pa_lo); q0[1] = __ldg(pa_hi); q0[2] = __ldg(pb0); q0[3] = __ldg(pb1);
         if (k_blocks > 1) { q1[0] = __ldg(pa_lo + 1); q1[1] = __ldg(pa_hi + 1); q1[2] = __ldg(pb0 + 1); q1[3] = __ldg(pb1 + 1); }
       }
@@ -139,11 +131,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
         // flight, so a load issued before it would stall the MMAs' issue for its whole latency.
         float a_lo = q0[0], a_hi = q0[1], b0 = q0[2], b1 = q0[3];
         if constexpr (kScaleWarp) {
-#if CKGEMM_WS_FAKE_SCALES  // timing experiment only (wrong results): the promotion's math without its scale reads
-          a_lo = 1.f + kb; a_hi = 2.f + kb; b0 = 0.5f; b1 = 0.25f;
-#else
           a_lo = s.sa[stage][r_lo]; a_hi = s.sa[stage][r_lo + 8]; b0 = s.sb[stage][0]; b1 = s.sb[stage][1];
-#endif
         }
         if constexpr (kScaleTma) {
           const int q = kb & 3;

@@ -44,29 +44,41 @@ __device__ __forceinline__ void cp_async_f32(float* dst, const float* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
 }
 
+// Scale addresses, clamped so that a dummy tile's rows or columns never read past the scales: A's scales of a
+// row (Row: that row's scale; Block: its first k-block's), and B's block scales of one 128-column block.
+__device__ __forceinline__ const float* a_scales(const Params& p, int row) {
+  return p.sa + static_cast<int64_t>(min(row, p.rows - 1)) * p.sa_stride;
+}
+__device__ __forceinline__ const float* b_block_scales(const Params& p, int g, int nb, int k_blocks) {
+  return p.sb + g * p.sb_stride + static_cast<int64_t>(min(nb, (p.n + 127) / 128 - 1)) * k_blocks;
+}
+
 // Prefix sums of rows and units per group, the sizes checked as the packed builder checks them.
 template <int BN, bool McastB>
 __device__ void build_table(Smem<BN, McastB>& s, const Params& p, int n_blocks) {
   const int tid = threadIdx.x;
-  for (int i = tid; i < p.groups; i += blockDim.x)
-    s.row_start[i + 1] = p.sizes_int64 ? static_cast<int>(static_cast<const int64_t*>(p.sizes)[i])
-                                       : static_cast<const int*>(p.sizes)[i];
+  for (int i = tid; i < p.groups; i += blockDim.x) {  // a size outside [0, rows] (int64 ones too) is stored as -1
+    const int64_t m = p.sizes_int64 ? static_cast<const int64_t*>(p.sizes)[i] : static_cast<const int*>(p.sizes)[i];
+    s.row_start[i + 1] = m < 0 || m > p.rows ? -1 : static_cast<int>(m);
+  }
   __syncthreads();
   if (tid < 32) {
-    int rows = 0, units = 0;
+    int64_t rows = 0;  // 32 sizes of up to 2^31 - 1 each can pass int
+    int units = 0;
     bool bad = false;
     for (int base = 0; base < p.groups; base += 32) {
       const int i = base + tid;
-      int m = i < p.groups ? s.row_start[i + 1] : 0;
+      int64_t m = i < p.groups ? s.row_start[i + 1] : 0;
       bad |= m < 0;
       m = m < 0 ? 0 : m;
-      int u = units_of<McastB>(m, n_blocks);
+      int u = units_of<McastB>(static_cast<int>(m), n_blocks);
       for (int d = 1; d < 32; d <<= 1) {
-        const int mu = __shfl_up_sync(0xffffffffu, m, d), uu = __shfl_up_sync(0xffffffffu, u, d);
+        const int64_t mu = __shfl_up_sync(0xffffffffu, m, d);
+        const int uu = __shfl_up_sync(0xffffffffu, u, d);
         if (tid >= d) { m += mu; u += uu; }
       }
       __syncwarp();
-      if (i < p.groups) { s.row_start[i + 1] = rows + m; s.unit_start[i + 1] = units + u; }
+      if (i < p.groups) { s.row_start[i + 1] = static_cast<int>(rows + m); s.unit_start[i + 1] = units + u; }
       rows += __shfl_sync(0xffffffffu, m, 31);
       units += __shfl_sync(0xffffffffu, u, 31);
     }
@@ -115,9 +127,8 @@ template <int BN, Recipe R, class Out>
 __device__ __forceinline__ void store_tile(const Params& p, const Tile& t, const float* acc, int r_lo, int lane) {
   float row_scale[2] = {1.f, 1.f};
   if constexpr (R == Recipe::Row) {
-    const int last = p.rows - 1;
-    row_scale[0] = __ldg(p.sa + static_cast<int64_t>(min(t.row0 + r_lo, last)) * p.sa_stride);
-    row_scale[1] = __ldg(p.sa + static_cast<int64_t>(min(t.row0 + r_lo + 8, last)) * p.sa_stride);
+    row_scale[0] = __ldg(a_scales(p, t.row0 + r_lo));
+    row_scale[1] = __ldg(a_scales(p, t.row0 + r_lo + 8));
   }
   const float* sb_row = R == Recipe::Row ? p.sb + t.g * p.sb_stride : nullptr;
   if (p.vector_store && t.m_local0 + kBlockM <= t.m_g && t.n0 + BN <= p.n) {  // a whole tile: no bounds per element
