@@ -51,6 +51,7 @@ std::vector<py::dict> instances() {
     d["tile"] = py::make_tuple(i.tile_m, i.tile_n, i.tile_k);
     d["cluster"] = py::make_tuple(i.cluster_m, i.cluster_n);
     d["any_output"] = i.any_output;
+    d["packed_only"] = i.packed_only;
     d["stages"] = ckgemm::instance_stages(id);  // 0: not reported by this backend
     out.push_back(d);
   }

@@ -96,6 +96,7 @@ struct InstanceInfo {
   int tile_m, tile_n, tile_k;
   int cluster_m, cluster_n;
   bool any_output;  // writes any C (no alignment rule on C); otherwise C follows the instance's rules
+  bool packed_only = false;  // takes packed calls only (instance_rejects refuses every list group)
 };
 
 // Packed (MoE) form: the per-group descriptors are built on the device from group_sizes, with no

@@ -96,14 +96,7 @@ void run_packed_on_device(const at::Tensor& a, const at::Tensor& b, const at::Te
     p.sb_group_stride = sb[0].numel();
   }
   const GroupDesc envelope = packed_envelope(p);
-  // At most `rows` groups have rows (the sizes stay on the device): the rule's estimate of the call's tiles.
-  const int64_t with_rows = std::min(groups, rows), m_hint = (rows + groups - 1) / groups;
-  const Route r = route_group(kind, envelope, m_hint, with_rows, [&](int id, const GroupDesc& x) {
-    PackedArgs q = p;
-    q.a = x.a, q.b = x.b, q.c = x.c, q.n = x.n, q.k = x.k, q.lda = x.lda, q.ldb = x.ldb, q.ldc = x.ldc;
-    if (x.b != p.b) q.b_group_stride = x.n * x.k;
-    return instance_rejects_packed(id, q);
-  });
+  const Route r = route_packed(kind, p);
   TORCH_CHECK(r.ok(), "[ckgemm-unsupported] ", backend_name(), ": ", r.why);
   const int32_t flags = route_flags(r.code);
   const GroupDesc moved = work.apply_copies(r, envelope, a, b, out, sb, groups);

@@ -17,6 +17,9 @@
 #   dist      the expert-parallel MoE flow with NCCL at world size 1 (bf16, fp8, scaled), and --bench
 #   conformance  python -m ckgemm.testing.conformance: ckgemm, torch's grouped ops and DeepGEMM (--perf)
 #   selftest  python -m ckgemm.selftest --quick (its report under $OUT/selftest)
+#   own       ckgemm's own fp8 kernel behind the op: its GPU tests, every compute-bound unscaled fp8 tile forced
+#             beside the peers (bench_tiles.py --dtype fp8, twice), the error against cuBLAS
+#             (bench_fp8_promotion.py), racecheck over its instances and memcheck over its tests
 #   pack      put every log and report of $OUT into $OUT/logs.tgz (the device returns at most 8 files)
 #   verify    benchmarks/bench_verify.py (gpu_verify against assert_close and the copy bandwidth)
 #   sanitize  compute-sanitizer memcheck over a reduced GPU suite, racecheck over one case per family
@@ -160,6 +163,16 @@ for stage in "$@"; do
       conf torch_scaled --op torch_scaled_grouped_mm --quant row --perf
       conf deep_gemm --op deep_gemm --quant block --perf
       conf bad_ckgemm --op ckgemm --dtype bf16 --bad-input ;;
+    own)
+      run own_tests python3 -X faulthandler -m pytest $PLUGIN -q -ra --tb=short -m gpu tests/test_gpu_own_fp8.py
+      run tiles_fp8 timeout "${STAGE_TIMEOUT:-600}" python3 benchmarks/bench_tiles.py --dtype fp8 \
+        --json "$OUT/tiles_fp8.json" --markdown "$OUT/tiles_fp8.md"
+      run fp8_error timeout "${STAGE_TIMEOUT:-600}" python3 benchmarks/bench_fp8_promotion.py
+      run own_racecheck timeout "${STAGE_TIMEOUT:-600}" compute-sanitizer --tool racecheck --error-exitcode 1 python3 \
+        scripts/sanitizer_cases.py ws_
+      # the subprocess tests trap on purpose (bad sizes) or only route; past 1024 groups is CUTLASS's
+      run own_memcheck timeout "${STAGE_TIMEOUT:-600}" compute-sanitizer --tool memcheck --error-exitcode 1 python3 \
+        -m pytest $PLUGIN -q -x -m gpu tests/test_gpu_own_fp8.py -k "not fail_loudly and not promotion and not more_groups" ;;
     selftest)
       run selftest timeout "${STAGE_TIMEOUT:-600}" python3 -m ckgemm.selftest --quick --out "$OUT/selftest" ;;
     pack)  # at most 8 files come back from the device: everything but the .so in one archive

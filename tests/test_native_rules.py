@@ -6,10 +6,12 @@ restating them."""
 from __future__ import annotations
 
 import ctypes
+import os
 import random
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -306,6 +308,72 @@ def test_routes_use_the_instance_table(probe):
         "unscaled: the direct-store instance writes a misaligned C as it is"
     assert probe.probe_kind_rejects(2, 2, 1, 0)  # fp8 RR: no CUTLASS instance (it transposes)
     assert probe.probe_kind_rejects(2, 1, 0, 2) == b""  # fp8 block -> bf16 exists
+
+
+def _route_packed(probe, dtype, out, scaling, groups, rows, n, k, *, layout="RC", c_off=0, ldc=None):
+    why = ctypes.c_char_p()
+    code = probe.probe_route_packed(DTYPE_CODES[dtype], out, {"RC": 0, "RR": 1}[layout], scaling, groups,
+                                    ctypes.c_int64(rows), ctypes.c_int64(n), ctypes.c_int64(k), ctypes.c_int64(c_off),
+                                    ctypes.c_int64(ldc or n), ctypes.byref(why))
+    name = probe.probe_instance_name(routes.instance(code)).decode() if (why.value or b"") == b"" else None
+    return name, routes.flags(code), (why.value or b"").decode()
+
+
+def test_packed_unscaled_fp8_takes_ckgemm_own_kernel_where_its_rule_allows(probe):
+    """The packed route (route_packed, as the executor calls it) of unscaled fp8 groups of more than 64 rows
+    takes ckgemm's own kernel (ws_fp8.cuh) first; its rule (ws_fp8_rules.h) sends everything else on: list
+    groups, more than 1024 groups, K or B's group stride off TMA's 16 bytes, scaled recipes (no own instance),
+    decode-sized groups (the SwapAB and ping-pong tiles rank first)."""
+    fp8, f32, bf16_out = torch.float8_e4m3fn, 2, 1
+    own = "ws_128x192x128_c1x2"
+    assert _route_packed(probe, fp8, f32, 0, 32, 32768, 4096, 7168) == (own, 0, "")
+    assert _route_packed(probe, fp8, f32, 0, 8, 4096, 4097, 2880, c_off=4, ldc=4099) == (own, 0, ""), \
+        "odd N and a C offset by one element: the own kernel writes any C"
+    assert _route_packed(probe, fp8, f32, 0, 1, 512, 256, 128)[0] == "coop_128x128x128_c1x2", \
+        "N 256 pads a 192-wide tile by 50%: the 128-wide CUTLASS tile ranks first"
+    assert _route_packed(probe, fp8, f32, 0, 1024, 1024 * 100, 2048, 256)[0] == own
+    name, flags, why = _route_packed(probe, fp8, f32, 0, 1025, 1025 * 100, 2048, 256)
+    assert why == "" and name == "coop_128x192x128_c1x2" and flags == 0, "past 1024 groups: CUTLASS"
+    name, flags, _ = _route_packed(probe, fp8, f32, 0, 4, 4096, 2048, 200)
+    assert name == own and flags == routes.FLAG_REPACK_A | routes.FLAG_REPACK_B, \
+        "K 200: the copies pad K to 208, which the own kernel takes"
+    assert _route_packed(probe, fp8, f32, 0, 4, 4096, 2048, 7168, layout="RR")[:2] == (
+        own, routes.FLAG_REPACK_B | routes.FLAG_TRANSPOSE_B)
+    assert _route_packed(probe, fp8, f32, 0, 32, 512, 4096, 7168)[0].startswith("coop_swapab_"), "16 rows a group"
+    assert _route_packed(probe, fp8, bf16_out, 1, 32, 32768, 4096, 7168)[0] == "coop_128x192x128_c1x2"
+    assert _route_packed(probe, torch.int8, 3, 0, 32, 32768, 4096, 7168)[0] == "coop_128x256x128_c1x2"
+    code, _, _, why = _route(probe, fp8, f32, "RC", 0, 4096, 4096, 7168)
+    assert why == "" and probe.probe_instance_name(routes.instance(code)).decode() == "coop_128x192x128_c1x2", \
+        "a list group never reaches the packed-only kernel"
+    own_id = [probe.probe_instance_name(i).decode() for i in range(probe.probe_instance_count())].index(own)
+    desc = Desc(_addr(), _addr(1 << 28), _addr(2 << 28), 4096, 4096, 7168, 7168, 7168, 4096, None, None)
+    assert b"packed form" in probe.probe_instance_rejects(own_id, ctypes.byref(desc))
+    _, _, _, why = _route(probe, fp8, f32, "RC", 0, 2**31, 4096, 7168)
+    assert why.startswith("coop_128x192x128_c1x2: ") and "2^31" in why, \
+        "a packed-only instance's refusal is never the reason a list group is given"
+
+
+def test_a_promotion_interval_other_than_4_sends_unscaled_fp8_to_cutlass(probe):
+    """CKGEMM_FP8_PROMOTION (read once per process) is CUTLASS's knob; the own kernel promotes every 4 wgmma
+    k-blocks only, so with 8 or 16 set its rule refuses and the call runs CUTLASS at the asked precision."""
+    lib = probe._name
+    code = f"""
+import ctypes
+so = ctypes.CDLL({lib!r})
+so.probe_instance_name.restype = ctypes.c_char_p
+why = ctypes.c_char_p()
+c = so.probe_route_packed(2, 2, 0, 0, 32, ctypes.c_int64(32768), ctypes.c_int64(4096), ctypes.c_int64(7168),
+                          ctypes.c_int64(0), ctypes.c_int64(4096), ctypes.byref(why))
+print(so.probe_instance_name(so.probe_route_instance_of(c)).decode())
+"""
+    for setting, want in (("8", "coop_128x192x128_c1x2"), ("16", "coop_128x192x128_c1x2"), ("4", "ws_128x192x128_c1x2"),
+                          ("", "ws_128x192x128_c1x2")):
+        env = {k: v for k, v in os.environ.items() if k != "CKGEMM_FP8_PROMOTION"}
+        if setting:
+            env["CKGEMM_FP8_PROMOTION"] = setting
+        run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.strip() == want, (setting, run.stdout)
 
 
 def test_ckgemm_config_puts_the_named_instance_first_where_it_fits(probe, monkeypatch):

@@ -177,7 +177,7 @@ def main():
     ap.add_argument("--cases", default=",".join(n for n in CASES if "decode" not in n),
                     help="comma-separated case names of bench_scaled.CASES (underscores may stand for spaces)")
     ap.add_argument("--recipes", default="block,row,none")
-    ap.add_argument("--variants", default="192b,192a,128b",
+    ap.add_argument("--variants", default="256a,256b,192a,192b,128b",
                     help="tile columns and the multicast operand (a or b), e.g. 192b")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)

@@ -1,5 +1,6 @@
 // A C entry to ckgemm's own fp8 grouped kernel (csrc/cuda/ws_fp8*.cuh) for benchmarks/native/bench_ws_fp8.py,
-// which loads it with ctypes beside torch and the peers, before the kernel joins the extension's instance table.
+// which loads it with ctypes beside torch and the peers: every recipe and variant of the kernel, where the
+// extension's instance table holds only the unscaled 128x192 A-multicast one (csrc/cuda/ws_instance.cuh).
 //
 //   nvcc -std=c++17 -O3 -shared -Xcompiler -fPIC --expt-relaxed-constexpr -gencode=arch=compute_90a,code=sm_90a \
 //     -Icsrc -I$CUTLASS/include -o /tmp/libws_fp8.so benchmarks/native/ws_fp8_capi.cu
@@ -16,7 +17,7 @@ extern "C" int ws_fp8_packed(const void* a, const void* b, void* c, const void* 
                              void* stream) {
   PackedCall call{a, b, c, sizes, sizes_int64, groups, rows, n, k, lda, ldb, ldc, b_group_stride,
                   sa, sa_stride, sb, sb_stride, nullptr};
-  std::string why = rejects(call, out_f32 ? 4 : 2);
+  std::string why = rejects(Extent{a, b, c, groups, rows, n, k, lda, ldb, b_group_stride, out_f32 ? 4 : 2});
   if (!why.empty()) {
     std::fprintf(stderr, "ws_fp8: %s\n", why.c_str());
     return -1;
@@ -34,6 +35,9 @@ extern "C" int ws_fp8_packed(const void* a, const void* b, void* c, const void* 
   WS_BOTH(192, Row, __nv_bfloat16)
   WS_BOTH(128, Block, __nv_bfloat16)
   WS_BOTH(192, Block, __nv_bfloat16)
+  WS_BOTH(256, None, float)
+  WS_BOTH(256, Row, __nv_bfloat16)
+  WS_BOTH(256, Block, __nv_bfloat16)
 #undef WS_BOTH
 #undef WS_CASE
   if (e != cudaSuccess) std::fprintf(stderr, "ws_fp8: %s (%s)\n", why.c_str(), cudaGetErrorString(e));

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "../ckgemm.h"
+#include "descriptor.h"
 
 namespace ckgemm {
 
@@ -77,7 +78,9 @@ bool first_taker(const Kind& kind, const GroupDesc& g, int64_t m_hint, int64_t g
       *chosen = ids[i];
       return true;
     }
-    if (first_why->empty()) *first_why = std::string(instance_info(ids[i]).name) + ": " + why;
+    // A packed-only instance's refusal of a list group says nothing about the group: not the reason given.
+    if (first_why->empty() && !instance_info(ids[i]).packed_only)
+      *first_why = std::string(instance_info(ids[i]).name) + ": " + why;
   }
   return false;
 }
@@ -158,6 +161,19 @@ Route route_list_group(const Kind& kind, const GroupDesc& g, int64_t groups, Rej
     return r;
   }
   return route_group(kind, g, g.m, groups, rejects);
+}
+
+// Route a packed call with work (rows, n, k > 0): one route for every group (they share N, K and strides),
+// through instance_rejects_packed. The sizes stay on the device: a group has about rows / groups rows, and
+// at most `rows` groups have any (the rule's estimate of the call's tiles).
+inline Route route_packed(const Kind& kind, const PackedArgs& p) {
+  const int64_t groups = p.groups, with_rows = std::min(groups, p.rows), m_hint = (p.rows + groups - 1) / groups;
+  return route_group(kind, packed_envelope(p), m_hint, with_rows, [&](int id, const GroupDesc& x) {
+    PackedArgs q = p;
+    q.a = x.a, q.b = x.b, q.c = x.c, q.n = x.n, q.k = x.k, q.lda = x.lda, q.ldb = x.ldb, q.ldc = x.ldc;
+    if (x.b != p.b) q.b_group_stride = x.n * x.k;
+    return instance_rejects_packed(id, q);
+  });
 }
 
 }  // namespace ckgemm

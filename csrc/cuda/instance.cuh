@@ -16,6 +16,7 @@
 #include "../ckgemm.h"
 #include "../common/list_args.cuh"
 #include "../common/packed_args.cuh"
+#include "fp8_promotion.h"
 #include "grouped_kernel.cuh"
 
 namespace ckgemm::cuda {
@@ -53,18 +54,6 @@ inline bool scheduler_along_n() {
   static const bool value = [] {
     const char* e = std::getenv("CKGEMM_RASTER");
     return e != nullptr && (e[0] == 'n' || e[0] == 'N');
-  }();
-  return value;
-}
-// Unscaled and row-scaled fp8, two-level accumulation: CKGEMM_FP8_PROMOTION in {4, 8, 16} wgmma k-blocks
-// between promotions of the tensor-core partial sums into the fp32 accumulator (CUTLASS's default, 4, is
-// one 128-deep k-tile). Larger intervals drain the tensor pipe less often and sum longer in the tensor
-// core's narrower accumulator. (The block recipe promotes once per 128-wide scale block, always.)
-inline unsigned fp8_promotion_interval() {
-  static const unsigned value = [] {
-    const char* e = std::getenv("CKGEMM_FP8_PROMOTION");
-    const int v = e != nullptr ? std::atoi(e) : 4;
-    return static_cast<unsigned>(v == 8 || v == 16 ? v : 4);
   }();
   return value;
 }
@@ -316,8 +305,14 @@ using LayoutBOf = std::conditional_t<L == Layout::RC, cutlass::layout::ColumnMaj
 template <DType D>
 using AccOf = std::conditional_t<D == DType::I8, int32_t, float>;
 
+// ckgemm's own fp8 kernel (ws_fp8.cuh) in a table row's schedule column: its Spec's Kernel type is named and
+// never instantiated (ws_instance.cuh launches it; stages.cu reads its ring depth from ws::Config).
+struct OwnWarpSpecialized {};
+
 #define CKGEMM_INSTANCE(key, dtype, out, layout, scaling, schedule, tm, tn, tk, cm, cn)                     \
   struct Spec_##key {                                                                                       \
+    using Schedule = schedule;                                                                              \
+    static constexpr int kTileN = tn, kClusterM = cm;                                                       \
     using Kernel = GroupedGemmKernel<typename InType<DType::dtype>::T, typename OutTypeOf<OutType::out>::T, \
                                      AccOf<DType::dtype>, LayoutBOf<Layout::layout>,                       \
                                      Shape<Int<tm>, Int<tn>, Int<tk>>, Shape<Int<cm>, Int<cn>, _1>, schedule, \

@@ -9,22 +9,27 @@
 #include <vector>
 
 #include "../ckgemm.h"
+#include "fp8_promotion.h"
+#include "ws_fp8_rules.h"
 
 namespace ckgemm {
 namespace {
 
 struct ScheduleInfo {
   const char* prefix;
-  bool direct_store;  // writes any C (no TMA store)
-  bool swap_ab;       // runs D^T = B A^T (decode-sized M on the narrow side of the MMA)
+  const char* suffix;  // "_direct": the ping-pong schedule without a TMA store
+  bool any_output;     // writes any C (no TMA store)
+  bool swap_ab;        // runs D^T = B A^T (decode-sized M on the narrow side of the MMA)
+  bool packed_only;    // ckgemm's own kernel: packed calls, its rule in ws_fp8_rules.h
 };
-constexpr ScheduleInfo kSched_Cooperative{"coop", false, false};
-constexpr ScheduleInfo kSched_CooperativeSwapAB{"coop_swapab", false, true};
-constexpr ScheduleInfo kSched_PingpongDirectStore{"pingpong", true, false};
-constexpr ScheduleInfo kSched_Pingpong{"pingpong", false, false};
-constexpr ScheduleInfo kSched_CooperativeBlockwise{"coop_blockwise", false, false};
-constexpr ScheduleInfo kSched_CooperativeBlockwiseSwapAB{"coop_blockwise_swapab", false, true};
-constexpr ScheduleInfo kSched_PingpongBlockwise{"pingpong_blockwise", false, false};
+constexpr ScheduleInfo kSched_Cooperative{"coop", "", false, false, false};
+constexpr ScheduleInfo kSched_CooperativeSwapAB{"coop_swapab", "", false, true, false};
+constexpr ScheduleInfo kSched_PingpongDirectStore{"pingpong", "_direct", true, false, false};
+constexpr ScheduleInfo kSched_Pingpong{"pingpong", "", false, false, false};
+constexpr ScheduleInfo kSched_CooperativeBlockwise{"coop_blockwise", "", false, false, false};
+constexpr ScheduleInfo kSched_CooperativeBlockwiseSwapAB{"coop_blockwise_swapab", "", false, true, false};
+constexpr ScheduleInfo kSched_PingpongBlockwise{"pingpong_blockwise", "", false, false, false};
+constexpr ScheduleInfo kSched_OwnWarpSpecialized{"ws", "", true, false, true};
 
 struct Spec {
   const char* key;
@@ -45,7 +50,7 @@ std::string display_name(const Spec& s) {
   std::string name = std::string(s.schedule.prefix) + "_" + std::to_string(s.tm) + "x" + std::to_string(s.tn) + "x" +
                      std::to_string(s.tk);
   if (s.cm != 1 || s.cn != 1) name += "_c" + std::to_string(s.cm) + "x" + std::to_string(s.cn);
-  return s.schedule.direct_store ? name + "_direct" : name;
+  return name + s.schedule.suffix;
 }
 
 const std::vector<InstanceInfo>& table() {
@@ -55,7 +60,8 @@ const std::vector<InstanceInfo>& table() {
     std::vector<InstanceInfo> out;
     for (const Spec& s : kSpecs) {
       names.push_back(display_name(s));
-      out.push_back({names.back().c_str(), s.kind, s.tm, s.tn, s.tk, s.cm, s.cn, s.schedule.direct_store});
+      out.push_back({names.back().c_str(), s.kind, s.tm, s.tn, s.tk, s.cm, s.cn, s.schedule.any_output,
+                     s.schedule.packed_only});
     }
     return out;
   }();
@@ -95,6 +101,8 @@ constexpr int64_t kWideSwapTiles = 128;
 // tiles; otherwise the cooperative tiles, 128-row ones first, in table order: 16-bit and int8 128x256,
 // fp8 128x192 (docs/PERF.md, N 1536-14336: unscaled from 1% slower to 4% faster than 128x128, row-scaled
 // from 2% slower to 9% faster) unless N pads its last 192-wide tile by more than 5% of N (N 256: 50%).
+// ckgemm's own unscaled fp8 kernel (table order: before CUTLASS's 128x192) ranks as that tile does: on the
+// packed calls it takes, it was 6-21% faster than CUTLASS's 128x192 at the same output (docs/PERF_2026-12-02.md).
 int rank_for(const Spec& s, int64_t m, int64_t n, int64_t groups) {
   const bool swap = s.schedule.swap_ab;
   const bool small_tile = s.tm <= 64 && !swap;
@@ -119,6 +127,7 @@ const InstanceInfo& instance_info(int id) { return table()[id]; }
 // 16 bytes (A's and B's K, RR B's N, C's N); the direct-store epilogue lifts those rules for C.
 std::string instance_rejects(int id, const GroupDesc& g) {
   const InstanceInfo& info = instance_info(id);
+  if (info.packed_only) return "ckgemm's own fp8 kernel takes only the packed form";
   const int64_t in = element_bytes(info.kind.dtype), out = out_bytes(info.kind.out);
   if (g.m > INT_MAX || g.n > INT_MAX || g.k > INT_MAX) return "a dimension exceeds 2^31-1";
   if (!aligned16(g.a) || (g.lda * in) % 16) return "A base or lda not 16-byte aligned";
@@ -134,6 +143,12 @@ std::string instance_rejects(int id, const GroupDesc& g) {
 // Every group of a packed call shares N, K, strides and bases; offsets of later groups keep 16-byte
 // alignment iff the leading dimensions and B's group stride do, so the envelope decides for all.
 std::string instance_rejects_packed(int id, const PackedArgs& p) {
+  const InstanceInfo& info = instance_info(id);
+  if (info.packed_only && fp8_promotion_interval() != 4)
+    return "promotes every 4 wgmma k-blocks only (CKGEMM_FP8_PROMOTION=" + std::to_string(fp8_promotion_interval()) +
+           " is CUTLASS's)";
+  if (info.packed_only)
+    return ws::rejects({p.a, p.b, p.c, p.groups, p.rows, p.n, p.k, p.lda, p.ldb, p.b_group_stride, out_bytes(info.kind.out)});
   const GroupDesc envelope{p.a, p.b, p.c, p.rows, p.n, p.k, p.lda, p.ldb, p.ldc, p.sa, p.sb};
   const std::string why = instance_rejects(id, envelope);
   if (!why.empty()) return why;

@@ -1,14 +1,28 @@
 // ckgemm::instance_stages for the CUTLASS backend: each instance's mainloop stage count, read from its
-// kernel type (CUTLASS's builder picks it from the shared memory the tile and epilogue leave). Types only:
-// no kernel is instantiated here.
+// kernel type (CUTLASS's builder picks it from the shared memory the tile and epilogue leave; ckgemm's own
+// kernel from ws::Config). Types only: no kernel is instantiated here.
+#include <type_traits>
+
 #include "../instance_stages.h"
 #include "instance.cuh"
+#include "ws_fp8_types.cuh"
 
 namespace ckgemm {
+namespace {
+
+template <class Spec>
+constexpr int stages_of() {
+  if constexpr (std::is_same_v<typename Spec::Schedule, cuda::OwnWarpSpecialized>)
+    return ws::Config<Spec::kTileN, Spec::kClusterM == 2>::kStages;  // a 2x1 cluster shares B
+  else
+    return Spec::Kernel::CollectiveMainloop::DispatchPolicy::Stages;
+}
+
+}  // namespace
 
 int instance_stages(int id) {
   static const int table[] = {
-#define CKGEMM_INSTANCE(key, ...) cuda::Spec_##key::Kernel::CollectiveMainloop::DispatchPolicy::Stages,
+#define CKGEMM_INSTANCE(key, ...) stages_of<cuda::Spec_##key>(),
 #include "instances.inc"
 #undef CKGEMM_INSTANCE
   };

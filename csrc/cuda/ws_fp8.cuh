@@ -1,6 +1,7 @@
 // ckgemm's own fp8 grouped GEMM mainloop for SM90 (packed MoE form, RC: A [rows, K], B [G, N, K]), built
-// from CuTe's wgmma/TMA atoms rather than a CUTLASS collective, so the tile and the promotion are ours. A
-// prototype, timed by benchmarks/native/bench_ws_fp8.py; no route of the op reaches it yet (docs/PERF_2026-12-02.md).
+// from CuTe's wgmma/TMA atoms rather than a CUTLASS collective, so the tile and the promotion are ours. The op
+// routes unscaled packed calls to its 128x192 A-multicast form (ws_instance.cuh, rules.cpp); every recipe and
+// variant is checked and timed by benchmarks/native/bench_ws_fp8.py (docs/PERF_2026-12-02.md).
 //
 //   - persistent CTAs of 384 threads in clusters of two: one producer warp group (one thread issues the TMA
 //     loads of 128-byte swizzled K-major tiles into a ring of stages; the cluster's CTAs share A or B through
@@ -101,7 +102,8 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
     const int r_lo = wg * 64 + warp * 16 + lane / 4;  // this thread's rows in the tile: r_lo and r_lo + 8
     int stage = 0;
     uint32_t phase = 0;
-    float acc[BN / 2], tmp[BN / 2];
+    constexpr int kHalves = Cfg::kHalves, kTmp = Cfg::kMmaN / 2;  // scratch registers of one wgmma group
+    float acc[BN / 2], tmp[kTmp];
     for (int u = cluster; u < units; u += clusters) {
       const Tile t = decode(s, p.groups, u, rank);
       const int split = (t.n0 / 128 + 1) * 128 - t.n0;  // Block: columns [0, split) use the stage's sb[0], the rest sb[1]
@@ -119,44 +121,55 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
       }
       for (int kb = 0; kb < k_blocks; ++kb) {
         Barrier::wait(&s.full[stage], phase);
-#pragma unroll
-        for (int i = 0; i < BN / 2; ++i) cute::warpgroup_fence_operand(tmp[i]);
-        cute::warpgroup_arrive();
-        const uint64_t da = smem_desc(s.a[stage] + wg * 64 * kBlockK), db = smem_desc(s.b[stage]);
-#pragma unroll
-        for (int kk = 0; kk < kBlockK / 32; ++kk)  // +32 bytes along K inside the swizzled row: +2 in the descriptor
-          mma_call<Mma<BN>>(da + 2 * kk, db + 2 * kk, tmp, kk > 0, std::make_index_sequence<BN / 2>{});
-        cute::warpgroup_commit_batch();
-        // The scales are read under the wgmmas: wgmma.fence (warpgroup_arrive) waits for every register write in
-        // flight, so a load issued before it would stall the MMAs' issue for its whole latency.
         float a_lo = q0[0], a_hi = q0[1], b0 = q0[2], b1 = q0[3];
-        if constexpr (kScaleWarp) {
-          a_lo = s.sa[stage][r_lo]; a_hi = s.sa[stage][r_lo + 8]; b0 = s.sb[stage][0]; b1 = s.sb[stage][1];
-        }
-        if constexpr (kScaleTma) {
-          const int q = kb & 3;
-          a_lo = s.sa4[stage][r_lo][q]; a_hi = s.sa4[stage][r_lo + 8][q]; b0 = s.sb4[stage][q]; b1 = s.sb4[stage][4 + q];
-        }
-        float q2[4] = {1.f, 1.f, 1.f, 1.f};
-        if constexpr (kScalePrefetch) {
-          if (kb + 2 < k_blocks) { q2[0] = __ldg(pa_lo + kb + 2); q2[1] = __ldg(pa_hi + kb + 2); q2[2] = __ldg(pb0 + kb + 2); q2[3] = __ldg(pb1 + kb + 2); }
-        }
 #pragma unroll
-        for (int i = 0; i < 4; ++i) { q0[i] = q1[i]; q1[i] = q2[i]; }
-        cute::warpgroup_wait<0>();
+        for (int h = 0; h < kHalves; ++h) {
 #pragma unroll
-        for (int i = 0; i < BN / 2; ++i) cute::warpgroup_fence_operand(tmp[i]);
-        if (lane < 2) Barrier::arrive(&s.empty[stage], lane, 1);  // lane 0 here, lane 1 the other CTA
-        if (++stage == kStages) { stage = 0; phase ^= 1; }
-        if constexpr (R == Recipe::Block) {
-          const float s_lo0 = a_lo * b0, s_hi0 = a_hi * b0, s_lo1 = a_lo * b1, s_hi1 = a_hi * b1;
-          if (BN == 128 || split == 128)  // the 128-wide B scale block boundary sits at column 128 or 64 of the tile
-            promote<BN, 128>(acc, tmp, s_lo0, s_hi0, s_lo1, s_hi1);
-          else
-            promote<BN, 64>(acc, tmp, s_lo0, s_hi0, s_lo1, s_hi1);
-        } else {
+          for (int i = 0; i < kTmp; ++i) cute::warpgroup_fence_operand(tmp[i]);
+          cute::warpgroup_arrive();
+          // B's half h: 128 rows of 128 bytes further into the stage (+1024 in the descriptor's 16-byte units)
+          const uint64_t da = smem_desc(s.a[stage] + wg * 64 * kBlockK), db = smem_desc(s.b[stage]) + h * 1024;
 #pragma unroll
-          for (int i = 0; i < BN / 2; ++i) acc[i] += tmp[i];
+          for (int kk = 0; kk < kBlockK / 32; ++kk)  // +32 bytes along K inside the swizzled row: +2 in the descriptor
+            mma_call<Mma<Cfg::kMmaN>>(da + 2 * kk, db + 2 * kk, tmp, kk > 0, std::make_index_sequence<kTmp>{});
+          cute::warpgroup_commit_batch();
+          if (h == 0) {
+            // The scales are read under the wgmmas: wgmma.fence (warpgroup_arrive) waits for every register write
+            // in flight, so a load issued before it would stall the MMAs' issue for its whole latency.
+            if constexpr (kScaleWarp) {
+              a_lo = s.sa[stage][r_lo]; a_hi = s.sa[stage][r_lo + 8]; b0 = s.sb[stage][0]; b1 = s.sb[stage][1];
+            }
+            if constexpr (kScaleTma) {
+              const int q = kb & 3;
+              a_lo = s.sa4[stage][r_lo][q]; a_hi = s.sa4[stage][r_lo + 8][q]; b0 = s.sb4[stage][q]; b1 = s.sb4[stage][4 + q];
+            }
+            float q2[4] = {1.f, 1.f, 1.f, 1.f};
+            if constexpr (kScalePrefetch) {
+              if (kb + 2 < k_blocks) { q2[0] = __ldg(pa_lo + kb + 2); q2[1] = __ldg(pa_hi + kb + 2); q2[2] = __ldg(pb0 + kb + 2); q2[3] = __ldg(pb1 + kb + 2); }
+            }
+#pragma unroll
+            for (int i = 0; i < 4; ++i) { q0[i] = q1[i]; q1[i] = q2[i]; }
+          }
+          cute::warpgroup_wait<0>();
+#pragma unroll
+          for (int i = 0; i < kTmp; ++i) cute::warpgroup_fence_operand(tmp[i]);
+          if (h == kHalves - 1) {
+            if (lane < 2) Barrier::arrive(&s.empty[stage], lane, 1);  // lane 0 here, lane 1 the other CTA
+            if (++stage == kStages) { stage = 0; phase ^= 1; }
+          }
+          float* part = acc + h * kTmp;
+          if constexpr (R == Recipe::Block) {
+            const float s_lo0 = a_lo * b0, s_hi0 = a_hi * b0, s_lo1 = a_lo * b1, s_hi1 = a_hi * b1;
+            if constexpr (BN == 256)  // a 256-wide tile starts on a 128-column scale block: one block per half
+              promote<128, 128>(part, tmp, h ? s_lo1 : s_lo0, h ? s_hi1 : s_hi0, 0.f, 0.f);
+            else if (BN == 128 || split == 128)  // the B scale block boundary sits at column 128 or 64 of the tile
+              promote<BN, 128>(part, tmp, s_lo0, s_hi0, s_lo1, s_hi1);
+            else
+              promote<BN, 64>(part, tmp, s_lo0, s_hi0, s_lo1, s_hi1);
+          } else {
+#pragma unroll
+            for (int i = 0; i < kTmp; ++i) part[i] += tmp[i];
+          }
         }
       }
       store_tile<BN, R, Out>(p, t, acc, r_lo, lane);

@@ -1,14 +1,13 @@
 // Host half of ckgemm's own fp8 grouped kernel (ws_fp8.cuh): the TMA tensor maps of A and B, and the
-// launch (one kernel: its CTAs read the group sizes themselves). What it takes: RC, e4m3 A [rows, k] and
-// B [groups, n, k] with 16-byte aligned bases and leading dimensions (k % 16 == 0), at most kMaxGroups
-// groups; C of any leading dimension.
+// launch (one kernel: its CTAs read the group sizes themselves). What it takes is ws_fp8_rules.h's rule.
 #pragma once
 
-#include <cudaTypedefs.h>
+#include <cuda.h>
 
 #include <string>
 
 #include "ws_fp8.cuh"
+#include "ws_fp8_rules.h"
 
 namespace ckgemm::ws {
 
@@ -26,26 +25,17 @@ struct PackedCall {
   int* sizes_ok;
 };
 
-// Why the kernel cannot take this call ("" when it can).
-inline std::string rejects(const PackedCall& c, int out_bytes) {
-  auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
-  if (c.groups < 1 || c.groups > kMaxGroups) return "needs 1 to " + std::to_string(kMaxGroups) + " groups";
-  if (c.rows >= (int64_t{1} << 31) || c.n >= (int64_t{1} << 31) || c.k >= (int64_t{1} << 31)) return "sizes past int32";
-  if (c.k % 16 != 0 || c.lda % 16 != 0 || c.ldb % 16 != 0 || c.b_group_stride % 16 != 0)
-    return "TMA needs K, lda, ldb and B's group stride to be multiples of 16";
-  if (!aligned(c.a) || !aligned(c.b)) return "TMA needs 16-byte aligned A and B";
-  if (reinterpret_cast<uintptr_t>(c.c) % out_bytes != 0) return "C is not aligned to its element";
-  return "";
-}
-
-inline PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+// The driver's cuTensorMapEncodeTiled through the runtime (no -lcuda). Its type from cuda.h's declaration:
+// cudaTypedefs.h's PFN_ typedef lands in namespace cutlass when a CUTLASS header included it first.
+using EncodeFn = decltype(&cuTensorMapEncodeTiled);
+inline EncodeFn encode_fn() {
+  static EncodeFn fn = [] {
     void* ptr = nullptr;
     cudaDriverEntryPointQueryResult q{};
     if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault, &q) != cudaSuccess ||
         q != cudaDriverEntryPointSuccess)
       ptr = nullptr;
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(ptr);
+    return reinterpret_cast<EncodeFn>(ptr);
   }();
   return fn;
 }

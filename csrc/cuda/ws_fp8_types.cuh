@@ -23,9 +23,13 @@ enum class Recipe : int { None = 0, Row = 1, Block = 2 };
 // half of it into both): McastB pairs two M-blocks of one group and N-block (B shared), else two N-blocks of
 // one M-block (A shared). A pair's second tile past the group's M-blocks (or past N) is computed on rows or
 // columns that are never stored, so both CTAs keep the shared ring in step.
+// BN 256 runs each k-block as two 128-column halves (their wgmmas into one 64-register scratch, each half
+// promoted before the next starts), so its registers are BN 128's plus the wider fp32 accumulator.
 template <int BN, bool McastB>
 struct Config {
-  static constexpr int kStages = BN <= 128 ? 6 : 5;
+  static_assert(BN == 128 || BN == 192 || BN == 256, "tile columns: 128, 192 or 256");
+  static constexpr int kHalves = BN == 256 ? 2 : 1, kMmaN = BN / kHalves;  // columns of one wgmma
+  static constexpr int kStages = BN <= 128 ? 6 : BN == 192 ? 5 : 4;
   static constexpr int kBytesA = kBlockM * kBlockK, kBytesB = BN * kBlockK;
   // setmaxnreg split of the 64K registers (128 x producer + 256 x consumer <= 65536)
   static constexpr int kProducerRegs = BN <= 128 ? 56 : 40, kConsumerRegs = BN <= 128 ? 224 : 232;
@@ -62,8 +66,8 @@ struct alignas(1024) Smem {
   int bad;
 };
 
-template <int BN>
-using Mma = std::conditional_t<BN == 128, cute::SM90::GMMA::MMA_64x128x32_F32E4M3E4M3_SS_TN<>,
+template <int MmaN>
+using Mma = std::conditional_t<MmaN == 128, cute::SM90::GMMA::MMA_64x128x32_F32E4M3E4M3_SS_TN<>,
                                cute::SM90::GMMA::MMA_64x192x32_F32E4M3E4M3_SS_TN<>>;
 
 }  // namespace ckgemm::ws

@@ -77,6 +77,23 @@ int probe_route(int dtype, int out, int layout, int scaling, const GroupDesc* g,
   return r.code;
 }
 
+// The route of a packed call of `groups` groups over `rows` rows with every base aligned (C's may be offset
+// by c_off bytes and its leading dimension given): as run_packed_on_device routes it (route_packed).
+int probe_route_packed(int dtype, int out, int layout, int scaling, int groups, int64_t rows, int64_t n, int64_t k,
+                       int64_t c_off, int64_t ldc, const char** why) {
+  const Kind kind{static_cast<DType>(dtype), static_cast<OutType>(out), static_cast<Layout>(layout),
+                  static_cast<Scaling>(scaling)};
+  const auto at = [](int64_t offset) { return reinterpret_cast<void*>((int64_t{1} << 32) + offset); };
+  const int64_t ldb = layout == 0 ? k : n, b_rows = layout == 0 ? n : k;
+  const bool scaled = scaling != 0;
+  PackedArgs p{at(0), at(1 << 28), at((2 << 28) + c_off), at(3 << 28), 0, groups, rows, n, k, k, ldb, ldc,
+               groups > 1 ? b_rows * ldb : 0, scaled ? static_cast<const float*>(at(4 << 28)) : nullptr, 1,
+               scaled ? static_cast<const float*>(at(5 << 28)) : nullptr, n, nullptr};
+  const Route r = route_packed(kind, p);
+  *why = keep(r.why);
+  return r.code;
+}
+
 int probe_route_flags_of(int code) { return route_flags(code); }
 int probe_route_instance_of(int code) { return route_instance(code); }
 int probe_route_kind_of(int code) { return route_kind(code); }

@@ -1,0 +1,4 @@
+// ckgemm's own fp8 kernel, one row of csrc/cuda/instances.inc (its own translation unit, as every instance).
+#include "../ws_instance.cuh"
+
+CKGEMM_WS_INSTANCE(e4m3_rc_ws_128x192x128_c1x2)

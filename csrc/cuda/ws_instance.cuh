@@ -1,0 +1,62 @@
+// ckgemm's own fp8 grouped kernel (ws_fp8.cuh) as a row of the CUTLASS backend's instance table
+// (schedule OwnWarpSpecialized in instances.inc): the packed form's launch. Its acceptance rule is
+// ws_fp8_rules.h, applied by rules.cpp; list groups are refused there, so the router gives them to CUTLASS.
+//
+// Two launches, as the CUTLASS instances make: the shared builder checks the device-resident group sizes
+// first (a bad size prints a "group_sizes" message and traps the stream, or sets sizes_ok), then the kernel,
+// which reads the sizes itself (no argument arrays, no scratch). The kernel cannot print (a call in it makes
+// ptxas serialise the wgmmas, C7510): without the check, a bad size would trap it with no message.
+#pragma once
+
+#include <string>
+
+#include "../common/descriptor.h"
+#include "../common/packed_args.cuh"
+#include "instance.cuh"
+#include "ws_fp8_launch.cuh"
+
+namespace ckgemm::cuda {
+
+template <class Spec>
+struct WsInstance {
+  static size_t bytes(int, int) { return 0; }
+
+  static Status run(const Launch& l) {
+    if (l.packed == nullptr) {
+      report_message(l.report, -1, "ckgemm's own fp8 kernel takes only the packed form");
+      return Status::Unsupported;
+    }
+    const PackedArgs& p = *l.packed;
+    if (p.sizes_ok == nullptr) {
+      build_packed_groups<<<1, packed_builder_threads(p.groups), 0, l.stream>>>(p, 1, 4, NullSink{});
+      const cudaError_t e = cudaGetLastError();
+      if (e != cudaSuccess) {
+        report_message(l.report, -1, std::string("group size check: ") + cudaGetErrorString(e));
+        return Status::BackendError;
+      }
+    }
+    // One group: B's group stride is never followed, but the tensor map wants a real one.
+    const int64_t b_group_stride = p.groups > 1 ? p.b_group_stride : p.n * p.ldb;
+    const ws::PackedCall call{p.a, p.b, p.c, p.group_sizes, p.sizes_are_int64, p.groups, p.rows, p.n, p.k,
+                              p.lda, p.ldb, p.ldc, b_group_stride, nullptr, 0, nullptr, 0, p.sizes_ok};
+    std::string why;
+    const cudaError_t e =
+        ws::launch<Spec::kTileN, Spec::kClusterM == 2, ws::Recipe::None, float>(call, l.sm_count, l.stream, &why);
+    if (e != cudaSuccess) {
+      report_message(l.report, -1, why);
+      return Status::BackendError;
+    }
+    return Status::Ok;
+  }
+
+  static InstanceFns fns() { return {&bytes, &run}; }
+};
+
+}  // namespace ckgemm::cuda
+
+// Defines `ckgemm::cuda::InstanceFns ckgemm::cuda::instance_fns_<key>()` for an own-kernel row.
+#define CKGEMM_WS_INSTANCE(key)                                                                       \
+  namespace ckgemm::cuda {                                                                            \
+  static_assert(std::is_same_v<Spec_##key::Schedule, OwnWarpSpecialized>, "not an own-kernel row");  \
+  InstanceFns instance_fns_##key() { return WsInstance<Spec_##key>::fns(); }                          \
+  }

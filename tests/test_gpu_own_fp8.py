@@ -1,0 +1,130 @@
+"""ckgemm's own fp8 kernel (csrc/cuda/ws_fp8.cuh) behind the op: packed unscaled fp8 calls whose groups
+average more than 64 rows route to it (csrc/cuda/rules.cpp). Checked against the harness reference with
+NaN-poisoned outputs, against CUTLASS's 128x192 tile bit for bit, under graph replay with new device sizes,
+and for its refusals (bad device sizes, more than 1024 groups, another promotion interval). CUTLASS only."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import ckgemm
+from gpu_support import DEVICE, MARKS, NATIVE, check_packed
+from support import generator, poison, rand_tensor
+
+pytestmark = MARKS + [pytest.mark.skipif(NATIVE != "cutlass", reason="ckgemm's own fp8 kernel is CUDA (sm_90a)")]
+
+OWN = "cutlass:ws_128x192x128_c1x2"
+FP8 = torch.float8_e4m3fn
+
+
+def _call(sizes, n, k, tag, size_dtype=torch.int32, config=None):
+    gen = generator(tag)
+    a = rand_tensor((sum(sizes), k), FP8, gen, DEVICE)
+    b = rand_tensor((len(sizes), n, k), FP8, gen, DEVICE)
+    gs = torch.tensor(sizes, dtype=size_dtype, device=DEVICE)
+    out = poison((sum(sizes), n), torch.float32, DEVICE)
+    if config:
+        os.environ["CKGEMM_CONFIG"] = config
+    try:
+        ckgemm.grouped_gemm_packed(a, b, gs, out=out)
+    finally:
+        os.environ.pop("CKGEMM_CONFIG", None)
+    return a, b, gs, out
+
+
+def _paths():
+    return set(ckgemm.last_dispatch().paths) - {"skip:empty"}
+
+
+# empty groups, single rows, tile edges (127/128/129), a partial last k-block (K 2880), odd N (3851),
+# int32 and int64 sizes
+CASES = [([0, 1, 127, 128, 129, 300, 0, 1000], 384, 256), ([700, 0, 513, 66], 3851, 2880),
+         ([128] * 3, 192, 128), ([5000], 576, 1024)]
+
+
+OWN_INSTANCES = ["ws_128x192x128_c1x2", "ws_128x256x128_c1x2", "ws_128x256x128_c2x1"]
+
+
+@pytest.mark.parametrize("size_dtype", [torch.int32, torch.int64], ids=["sizes32", "sizes64"])
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_own_kernel_matches_the_reference_and_cutlass(case, size_dtype):
+    """The rule's pick (the 128x192 tile) and each other own instance forced (CKGEMM_CONFIG): the reference's
+    numbers, and CUTLASS's 128x192 tile's bits (same promotion every 128-deep k-block into fp32, same wgmma
+    sums per element whatever the tile's width)."""
+    sizes, n, k = CASES[case]
+    theirs = None
+    if n % 4 == 0:  # CUTLASS's TMA store cannot write fp32 rows of odd N as they are: nothing to compare with
+        _, _, _, theirs = _call(sizes, n, k, f"own-fp8-{case}", size_dtype, config="coop_128x192x128_c1x2")
+        assert _paths() == {"cutlass:coop_128x192x128_c1x2"}, ckgemm.last_dispatch()
+    for i, name in enumerate(OWN_INSTANCES):
+        a, b, gs, out = _call(sizes, n, k, f"own-fp8-{case}", size_dtype, config=name if i else None)
+        assert _paths() == {f"cutlass:{name}"}, ckgemm.last_dispatch()
+        check_packed(out, a, b, sizes, FP8, k, f"own fp8 {case} {name}")
+        if theirs is not None:
+            assert torch.equal(out, theirs), (name, (out - theirs).abs().max())
+
+
+def test_own_kernel_replays_a_graph_with_new_device_sizes():
+    sizes = [300, 0, 212, 512]
+    a, b, gs, out = _call(sizes, 384, 512, "own-fp8-graph")
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        ckgemm.grouped_gemm_packed(a, b, gs, out=out)  # warm-up on the capture stream
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            ckgemm.grouped_gemm_packed(a, b, gs, out=out)
+    assert _paths() == {OWN}
+    for new in ([0, 1024, 0, 0], [1, 1, 1, 1021], [256, 256, 256, 256]):
+        gs.copy_(torch.tensor(new, dtype=gs.dtype))
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        check_packed(out, a, b, new, FP8, 512, f"own fp8 replay {new}")
+
+
+def test_more_groups_than_the_own_kernel_takes_run_on_cutlass():
+    sizes = [65] * 1025
+    a, b, gs, out = _call(sizes, 192, 128, "own-fp8-1025")
+    assert _paths() == {"cutlass:coop_128x192x128_c1x2"}, ckgemm.last_dispatch()
+    check_packed(out, a, b, sizes, FP8, 128, "1025 groups")
+
+
+def _run(code, env=None):
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **(env or {})})
+
+
+def test_bad_device_sizes_on_the_own_kernel_fail_loudly():
+    """The kernel cannot print (C7510), so the shared size check runs first and names group_sizes."""
+    proc = _run("""
+        import torch, ckgemm
+        a = torch.randn(300, 128, device="cuda").to(torch.float8_e4m3fn)
+        b = torch.randn(2, 192, 128, device="cuda").to(torch.float8_e4m3fn)
+        sizes = torch.tensor([100, 200], device="cuda")
+        ckgemm.grouped_gemm_packed(a, b, sizes)
+        torch.cuda.synchronize()
+        assert ckgemm.last_dispatch().paths == ["cutlass:ws_128x192x128_c1x2"] * 2, ckgemm.last_dispatch()
+        sizes[1] = 199
+        ckgemm.grouped_gemm_packed(a, b, sizes)
+        torch.cuda.synchronize()
+        print("NO ERROR")
+    """)
+    assert proc.returncode != 0 and "NO ERROR" not in proc.stdout, proc.stdout + proc.stderr
+    assert "group_sizes" in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-2000:]
+
+
+def test_another_promotion_interval_runs_cutlass():
+    proc = _run("""
+        import torch, ckgemm
+        a = torch.randn(4096, 256, device="cuda").to(torch.float8_e4m3fn)
+        b = torch.randn(4, 384, 256, device="cuda").to(torch.float8_e4m3fn)
+        ckgemm.grouped_gemm_packed(a, b, torch.tensor([1024] * 4, device="cuda"))
+        print(ckgemm.last_dispatch().paths[0])
+    """, {"CKGEMM_FP8_PROMOTION": "8"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "cutlass:coop_128x192x128_c1x2", proc.stdout
