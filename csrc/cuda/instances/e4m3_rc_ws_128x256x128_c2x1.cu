@@ -1,4 +1,0 @@
-// ckgemm's own fp8 kernel, one row of csrc/cuda/instances.inc (its own translation unit, as every instance).
-#include "../ws_instance.cuh"
-
-CKGEMM_WS_INSTANCE(e4m3_rc_ws_128x256x128_c2x1)
