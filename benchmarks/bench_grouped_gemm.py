@@ -57,7 +57,8 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
     out = poisoned((a.shape[0], n), rule.output, device)
     ckgemm.grouped_gemm_packed(a, b, gs, out=out)
     _verify(out, a, b, sizes, dtype, k, f"{bc.name} {dtype_name}")
-    path = ckgemm.last_dispatch()
+    paths = {"ckgemm packed": ckgemm.last_dispatch()}  # each form's own record (the list form may route elsewhere)
+    path = paths["ckgemm packed"]
     flops = bc.case.flops
     nbytes = group_bytes(bc.case.shapes, a.element_size(), out.element_size())
     common = dict(dtype=dtype_name, layout="RC", shape=bc.name, flops=flops, nbytes=nbytes, ceilings=ceilings)
@@ -69,6 +70,7 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
         c_list = list(out.split(sizes))
         out.copy_(poisoned(out.shape, out.dtype, device))
         ckgemm.grouped_gemm_out(a_list, b_list, c_list)
+        paths["ckgemm list"] = ckgemm.last_dispatch()
         _verify(out, a, b, sizes, dtype, k, f"{bc.name} {dtype_name} list form")
         timings["ckgemm list"] = bench(lambda: ckgemm.grouped_gemm_out(a_list, b_list, c_list), **timed)
     skipped = {}
@@ -95,7 +97,7 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
     for name, t in timings.items():
         extra = {"graph_ms": graph[name]} if name in graph else {}
         if name.startswith("ckgemm"):
-            extra["config"] = path.config_summary
+            extra["config"] = paths[name].config_summary
             if best_peer is not None:
                 extra["vs_best_peer"] = peers[best_peer] / t.median_ms
         report.add(op=name, backend=path.backend if name.startswith("ckgemm") else "torch", time=t, **common, **extra)
