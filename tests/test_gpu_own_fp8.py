@@ -1,5 +1,6 @@
-"""ckgemm's own fp8 kernel (csrc/cuda/ws_fp8.cuh) behind the op: packed unscaled fp8 calls whose groups
-average more than 64 rows route to it (csrc/cuda/rules.cpp). Checked against the harness reference with
+"""ckgemm's own fp8 kernel (csrc/cuda/ws_fp8.cuh) behind the op: packed unscaled fp8 calls with device sizes
+whose groups average more than 64 rows route to it, where its 192-wide tile pads N by at most 5%
+(csrc/cuda/rules.cpp). Checked against the harness reference with
 NaN-poisoned outputs, against CUTLASS's 128x192 tile bit for bit, under graph replay with new device sizes,
 and for its refusals (bad device sizes, more than 1024 groups, another promotion interval). CUTLASS only."""
 from __future__ import annotations

@@ -334,6 +334,14 @@ def test_packed_unscaled_fp8_takes_ckgemm_own_kernel_where_its_rule_allows(probe
     assert _route_packed(probe, fp8, f32, 0, 1024, 1024 * 100, 2048, 256)[0] == own
     name, flags, why = _route_packed(probe, fp8, f32, 0, 1025, 1025 * 100, 2048, 256)
     assert why == "" and name == "coop_128x192x128_c1x2" and flags == 0, "past 1024 groups: CUTLASS"
+    # the kernel rounds rows, N and K up to tiles in 32-bit ints: it takes sizes that stay below 2^31 after that
+    int_max = 2**31 - 1
+    assert _route_packed(probe, fp8, f32, 0, 1, int_max - 128, 384, 256)[0] == own
+    assert _route_packed(probe, fp8, f32, 0, 1, int_max - 127, 384, 256)[0] not in (own, None)
+    assert _route_packed(probe, fp8, f32, 0, 1, 4096, int_max - 512 - 7, 256)[0] == own
+    assert _route_packed(probe, fp8, f32, 0, 1, 4096, int_max - 511 + 7, 256)[0] not in (own, None)
+    assert _route_packed(probe, fp8, f32, 0, 1, 4096, 384, int_max - 128 - 15)[0] == own
+    assert _route_packed(probe, fp8, f32, 0, 1, 4096, 384, int_max - 127 + 15)[0] not in (own, None)
     name, flags, _ = _route_packed(probe, fp8, f32, 0, 4, 4096, 2048, 200)
     assert name == own and flags == routes.FLAG_REPACK_A | routes.FLAG_REPACK_B, \
         "K 200: the copies pad K to 208, which the own kernel takes"

@@ -78,7 +78,8 @@ bool first_taker(const Kind& kind, const GroupDesc& g, int64_t m_hint, int64_t g
       *chosen = ids[i];
       return true;
     }
-    // A packed-only instance's refusal of a list group says nothing about the group: not the reason given.
+    // A packed-only instance's refusal says nothing about a list group, and on a packed call the other
+    // instances' refusals are the more telling: never the reason given.
     if (first_why->empty() && !instance_info(ids[i]).packed_only)
       *first_why = std::string(instance_info(ids[i]).name) + ": " + why;
   }

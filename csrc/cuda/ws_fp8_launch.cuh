@@ -61,7 +61,9 @@ cudaError_t launch(const PackedCall& c, int sm_count, cudaStream_t stream, std::
   const cuuint64_t strides_a[1] = {static_cast<cuuint64_t>(c.lda)};
   const cuuint64_t dims_b[3] = {static_cast<cuuint64_t>(c.k), static_cast<cuuint64_t>(c.n),
                                 static_cast<cuuint64_t>(c.groups)};
-  const cuuint64_t strides_b[2] = {static_cast<cuuint64_t>(c.ldb), static_cast<cuuint64_t>(c.b_group_stride)};
+  // One group: B's group stride is never followed (it may be 0), but the tensor map wants a real one.
+  const int64_t b_group_stride = c.groups > 1 ? c.b_group_stride : c.n * c.ldb;
+  const cuuint64_t strides_b[2] = {static_cast<cuuint64_t>(c.ldb), static_cast<cuuint64_t>(b_group_stride)};
   using Cfg = Config<BN, McastB>;
   const cuuint32_t box_a[2] = {kBlockK, Cfg::kRowsA}, box_b[3] = {kBlockK, Cfg::kRowsB, 1};
   if (!encode(&p.tma_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, c.a, 2, dims_a, strides_a, box_a) ||

@@ -13,7 +13,7 @@
 
 namespace ckgemm::ws {
 
-constexpr int kBlockM = 128, kBlockK = 128, kThreads = 384, kMaxGroups = 1024;
+constexpr int kBlockM = 128, kBlockK = 128, kThreads = 384, kMaxGroups = 1024, kMaxTileN = 256;
 
 // Units a group of m rows makes with n_blocks tiles across N.
 template <bool McastB>

@@ -27,7 +27,7 @@ enum class Recipe : int { None = 0, Row = 1, Block = 2 };
 // promoted before the next starts), so its registers are BN 128's plus the wider fp32 accumulator.
 template <int BN, bool McastB>
 struct Config {
-  static_assert(BN == 128 || BN == 192 || BN == 256, "tile columns: 128, 192 or 256");
+  static_assert((BN == 128 || BN == 192 || BN == 256) && BN <= kMaxTileN, "tile columns: 128, 192 or 256");
   static constexpr int kHalves = BN == 256 ? 2 : 1, kMmaN = BN / kHalves;  // columns of one wgmma
   static constexpr int kStages = BN <= 128 ? 6 : BN == 192 ? 5 : 4;
   static constexpr int kBytesA = kBlockM * kBlockK, kBytesB = BN * kBlockK;

@@ -35,10 +35,8 @@ struct WsInstance {
         return Status::BackendError;
       }
     }
-    // One group: B's group stride is never followed, but the tensor map wants a real one.
-    const int64_t b_group_stride = p.groups > 1 ? p.b_group_stride : p.n * p.ldb;
     const ws::PackedCall call{p.a, p.b, p.c, p.group_sizes, p.sizes_are_int64, p.groups, p.rows, p.n, p.k,
-                              p.lda, p.ldb, p.ldc, b_group_stride, nullptr, 0, nullptr, 0, p.sizes_ok};
+                              p.lda, p.ldb, p.ldc, p.b_group_stride, nullptr, 0, nullptr, 0, p.sizes_ok};
     std::string why;
     const cudaError_t e =
         ws::launch<Spec::kTileN, Spec::kClusterM == 2, ws::Recipe::None, float>(call, l.sm_count, l.stream, &why);
