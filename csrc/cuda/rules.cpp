@@ -1,6 +1,6 @@
 // The CUTLASS backend's instance table, its one acceptance rule and its selection rule: the half of the
 // ckgemm ABI (csrc/ckgemm.h) that needs no CUDA. Plain C++, compiled into the extension and, with g++,
-// into tests/cpp/native_probe.cpp (tests/test_native_rules.py), so the router is tested against these
+// into tests/cpp/native_probe.cpp (tests/test_native_routes.py), so the router is tested against these
 // very rules.
 #include <algorithm>
 #include <climits>

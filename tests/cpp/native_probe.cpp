@@ -1,6 +1,7 @@
 // The native validator (common/validate.h) and router (common/route.h) with the real CUTLASS instance
-// table and acceptance rule (cuda/rules.cpp), as a C library for tests/test_native_rules.py (ctypes),
-// built with g++: so the Python tests run against the C++ rules themselves, not a restatement.
+// table and acceptance rule (cuda/rules.cpp), as a C library for tests/test_native_rules.py and
+// tests/test_native_routes.py (ctypes; tests/native_probe.py builds and loads it), built with g++: so the
+// Python tests run against the C++ rules themselves, not a restatement.
 #include <cstring>
 #include <string>
 

@@ -1,0 +1,48 @@
+"""The native validator and router built with g++ from their own sources (tests/cpp/native_probe.cpp over
+csrc/common/validate.h, route.h and the CUTLASS instance table and rules of csrc/cuda/rules.cpp), loaded with
+ctypes: shared by tests/test_native_rules.py (the validator) and tests/test_native_routes.py (the router)."""
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+DTYPE_CODES = {torch.float16: 0, torch.bfloat16: 1, torch.float8_e4m3fn: 2, torch.int8: 4}
+
+
+class Meta(ctypes.Structure):
+    _fields_ = [("ndim", ctypes.c_int32), ("sizes", ctypes.c_int64 * 4), ("strides", ctypes.c_int64 * 4),
+                ("dtype", ctypes.c_int32), ("element_size", ctypes.c_int32), ("device_type", ctypes.c_int32),
+                ("device_index", ctypes.c_int32), ("data", ctypes.c_uint64), ("requires_grad", ctypes.c_bool)]
+
+
+class Desc(ctypes.Structure):
+    _fields_ = [("a", ctypes.c_void_p), ("b", ctypes.c_void_p), ("c", ctypes.c_void_p)] + [
+        (f, ctypes.c_int64) for f in ("m", "n", "k", "lda", "ldb", "ldc")] + [("sa", ctypes.c_void_p),
+                                                                              ("sb", ctypes.c_void_p)]
+
+
+def build_probe(directory: Path, flags: tuple[str, ...] = ()):
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if cxx is None:
+        pytest.skip("no g++ to build tests/cpp/native_probe.cpp")
+    lib = directory / "native_probe.so"
+    cmd = [cxx, "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", f"-I{ROOT / 'csrc'}", *flags,
+           str(ROOT / "tests/cpp/native_probe.cpp"), str(ROOT / "csrc/cuda/rules.cpp"), "-o", str(lib)]
+    build = subprocess.run(cmd, capture_output=True, text=True)
+    assert build.returncode == 0, f"{' '.join(cmd)}\n{build.stderr}"
+    return ctypes.CDLL(str(lib))
+
+
+def load_probe(directory: Path):
+    """The probe of a full build, its text-returning entries typed and its structs' sizes checked."""
+    so = build_probe(directory)
+    for name in ("probe_instance_name", "probe_instance_rejects", "probe_kind_rejects"):
+        getattr(so, name).restype = ctypes.c_char_p
+    assert so.probe_sizeof_meta() == ctypes.sizeof(Meta) and so.probe_sizeof_desc() == ctypes.sizeof(Desc)
+    return so
