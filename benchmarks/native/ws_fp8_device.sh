@@ -3,10 +3,12 @@
 # ckgemm's own fp8 kernel in three flavours and run the stages named, logs under $OUT.
 #   libws_0 / 1 / 2  block scales by CKGEMM_WS_SCALES 0 (a producer warp's cp.async), 1 (consumers' loads two
 #                    k-blocks ahead), 2 (TMA boxes with the stage's operands); WS_LIBS picks (default all)
-# Stages: check (correctness), perf (all cases, peers), perf2 (the same with libws_2; variants $WS_VARIANTS), modes (block
-# timing of every built flavour on the four compute-bound cases), stalls (Nsight Compute stall reasons, block vs
-# unscaled, one launch each), sanitize (compute-sanitizer memcheck over small check shapes, racecheck on one),
-# abck (libws_2 against the op's own packed call: needs the extension, e.g. carried as ckgemm/_C*.so).
+# Stages: check (correctness), perf (all cases, peers), perf2 (the same with libws_$WS_MODE; variants
+# $WS_VARIANTS), modes (block timing of every built flavour on the four compute-bound cases), stalls (Nsight
+# Compute stall reasons, block vs unscaled, one launch each), sanitize (compute-sanitizer memcheck over small
+# check shapes, racecheck on one), abck (libws_$WS_MODE against the op's own packed call: needs the extension,
+# e.g. carried as ckgemm/_C*.so). WS_MODE is 0 unless set: mode 2's scale boxes tripled the block kernel's DRAM
+# reads (docs/PERF_2026-12-02.md, ninth session, run 8).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/.out}; mkdir -p "$OUT"
@@ -35,8 +37,8 @@ for stage in "$@"; do
       timeout 100 $CS --tool memcheck $B --lib /tmp/libws_2.so --check-only --recipes block --check-cases 5 | grep -v PASS | tail -4
       timeout 150 $CS --tool racecheck $B --lib /tmp/libws_0.so --check-only --recipes block --variants 192a,128b \
         --check-cases 0 | grep -v PASS | tail -4 ;;
-    abck) timeout 240 $B --lib /tmp/libws_2.so --skip-checks --variants 192a --iters 10 --vs-ckgemm | tee "$OUT/abck.log" ;;
-    perf2) timeout 240 $B --lib /tmp/libws_2.so --skip-checks --variants ${WS_VARIANTS:-128b,192a} --iters 10 \
+    abck) timeout 240 $B --lib /tmp/libws_${WS_MODE:-0}.so --skip-checks --variants 192a --iters 10 --vs-ckgemm | tee "$OUT/abck.log" ;;
+    perf2) timeout 240 $B --lib /tmp/libws_${WS_MODE:-0}.so --skip-checks --variants ${WS_VARIANTS:-128b,192a} --iters 10 \
              | tee "$OUT/perf2.log" ;;
     modes) for v in $LIBS; do timeout 100 $B --lib /tmp/libws_$v.so --recipes block --variants 128b,192a \
              --cases DeepSeek-V3_prefill,DeepSeek-V3_down,Mixtral_prefill,128_experts --iters 10 --skip-checks | sed "s/^/lib $v: /"; done ;;
