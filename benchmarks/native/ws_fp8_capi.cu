@@ -15,9 +15,9 @@ extern "C" int ws_fp8_packed(const void* a, const void* b, void* c, const void* 
                              long long b_group_stride, const float* sa, long long sa_stride, const float* sb,
                              long long sb_stride, int recipe, int out_f32, int bn, int mcast_b, int sm_count,
                              void* stream) {
-  PackedCall call{a, b, c, sizes, sizes_int64, groups, rows, n, k, lda, ldb, ldc, b_group_stride,
-                  sa, sa_stride, sb, sb_stride, nullptr};
-  std::string why = rejects(Extent{a, b, c, groups, rows, n, k, lda, ldb, b_group_stride, out_f32 ? 4 : 2});
+  const ckgemm::PackedArgs call{a, b, c, sizes, sizes_int64, groups, rows, n, k, lda, ldb, ldc, b_group_stride,
+                               sa, sa_stride, sb, sb_stride, nullptr};
+  std::string why = rejects(call, out_f32 ? 4 : 2);
   if (!why.empty()) {
     std::fprintf(stderr, "ws_fp8: %s\n", why.c_str());
     return -1;

@@ -1,5 +1,6 @@
 // Host half of ckgemm's own fp8 grouped kernel (ws_fp8.cuh): the TMA tensor maps of A and B, and the
-// launch (one kernel: its CTAs read the group sizes themselves). What it takes is ws_fp8_rules.h's rule.
+// launch of a packed call of the ckgemm ABI (PackedArgs; one kernel: its CTAs read the group sizes
+// themselves). What it takes is ws_fp8_rules.h's rule.
 #pragma once
 
 #include <cuda.h>
@@ -10,20 +11,6 @@
 #include "ws_fp8_rules.h"
 
 namespace ckgemm::ws {
-
-struct PackedCall {
-  const void* a;
-  const void* b;
-  void* c;
-  const void* group_sizes;
-  int sizes_int64, groups;
-  int64_t rows, n, k, lda, ldb, ldc, b_group_stride;  // elements
-  const float* sa;
-  int64_t sa_stride;
-  const float* sb;
-  int64_t sb_stride;
-  int* sizes_ok;
-};
 
 // The driver's cuTensorMapEncodeTiled through the runtime (no -lcuda). Its type from cuda.h's declaration:
 // cudaTypedefs.h's PFN_ typedef lands in namespace cutlass when a CUTLASS header included it first.
@@ -55,7 +42,7 @@ inline bool encode(CUtensorMap* map, CUtensorMapDataType type, const void* base,
 }
 
 template <int BN, bool McastB, Recipe R, class Out>
-cudaError_t launch(const PackedCall& c, int sm_count, cudaStream_t stream, std::string* why) {
+cudaError_t launch(const PackedArgs& c, int sm_count, cudaStream_t stream, std::string* why) {
   Params p{};
   const cuuint64_t dims_a[2] = {static_cast<cuuint64_t>(c.k), static_cast<cuuint64_t>(c.rows)};
   const cuuint64_t strides_a[1] = {static_cast<cuuint64_t>(c.lda)};
@@ -74,9 +61,9 @@ cudaError_t launch(const PackedCall& c, int sm_count, cudaStream_t stream, std::
 #if CKGEMM_WS_SCALES == 2
   if constexpr (R == Recipe::Block) {  // scales in boxes of four k-blocks (f32: 16 bytes, TMA's least)
     const cuuint64_t kbs = (c.k + 127) / 128, nbs = (c.n + 127) / 128;
-    const cuuint64_t d_sa[2] = {kbs, static_cast<cuuint64_t>(c.rows)}, s_sa[1] = {static_cast<cuuint64_t>(c.sa_stride) * 4};
+    const cuuint64_t d_sa[2] = {kbs, static_cast<cuuint64_t>(c.rows)}, s_sa[1] = {static_cast<cuuint64_t>(c.sa_row_stride) * 4};
     const cuuint64_t d_sb[3] = {kbs, nbs, static_cast<cuuint64_t>(c.groups)};
-    const cuuint64_t s_sb[2] = {kbs * 4, static_cast<cuuint64_t>(c.sb_stride) * 4};
+    const cuuint64_t s_sb[2] = {kbs * 4, static_cast<cuuint64_t>(c.sb_group_stride) * 4};
     const cuuint32_t box_sa[2] = {4, kBlockM}, box_sb[3] = {4, 2, 1};
     if (kbs % 4 != 0 || !encode(&p.tma_sa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, c.sa, 2, d_sa, s_sa, box_sa) ||
         !encode(&p.tma_sb, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, c.sb, 3, d_sb, s_sb, box_sb)) {
@@ -88,16 +75,16 @@ cudaError_t launch(const PackedCall& c, int sm_count, cudaStream_t stream, std::
   p.c = c.c;
   p.ldc = c.ldc;
   p.sizes = c.group_sizes;
-  p.sizes_int64 = c.sizes_int64;
+  p.sizes_int64 = c.sizes_are_int64;
   p.groups = c.groups;
   p.rows = static_cast<int>(c.rows);
   p.n = static_cast<int>(c.n);
   p.k = static_cast<int>(c.k);
   p.vector_store = c.ldc % 2 == 0 && reinterpret_cast<uintptr_t>(c.c) % (2 * sizeof(Out)) == 0;
   p.sa = c.sa;
-  p.sa_stride = c.sa_stride;
+  p.sa_stride = c.sa_row_stride;
   p.sb = c.sb;
-  p.sb_stride = c.sb_stride;
+  p.sb_stride = c.sb_group_stride;
   p.sizes_ok = c.sizes_ok;
   auto kernel = grouped_fp8_kernel<BN, McastB, R, Out>;
   constexpr int smem = static_cast<int>(sizeof(Smem<BN, McastB>));

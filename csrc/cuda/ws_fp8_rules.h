@@ -9,20 +9,14 @@
 #include <cstdint>
 #include <string>
 
+#include "../ckgemm.h"
 #include "ws_fp8_schedule.h"
 
 namespace ckgemm::ws {
 
-struct Extent {
-  const void* a;
-  const void* b;
-  const void* c;
-  int64_t groups, rows, n, k, lda, ldb, b_group_stride;  // elements (one byte each)
-  int out_bytes;
-};
-
-// Why the kernel cannot take this call ("" when it can).
-inline std::string rejects(const Extent& e) {
+// Why the kernel cannot take a packed call of the ckgemm ABI (csrc/ckgemm.h) whose output elements are
+// out_bytes wide ("" when it can).
+inline std::string rejects(const PackedArgs& e, int out_bytes) {
   auto aligned = [](const void* ptr, int to) { return reinterpret_cast<uintptr_t>(ptr) % to == 0; };
   if (e.groups < 1 || e.groups > kMaxGroups) return "takes 1 to " + std::to_string(kMaxGroups) + " groups";
   // The kernel rounds rows, N and K up to whole tiles in 32-bit ints (a group's M-blocks, a tile's n0 + BN for a
@@ -33,7 +27,7 @@ inline std::string rejects(const Extent& e) {
   if (e.k % 16 != 0 || e.lda % 16 != 0 || e.ldb % 16 != 0 || (e.groups > 1 && e.b_group_stride % 16 != 0))
     return "TMA needs K, lda, ldb and B's group stride to be multiples of 16 bytes";
   if (!aligned(e.a, 16) || !aligned(e.b, 16)) return "TMA needs 16-byte aligned A and B";
-  if (!aligned(e.c, e.out_bytes)) return "C is not aligned to its element";
+  if (!aligned(e.c, out_bytes)) return "C is not aligned to its element";
   return "";
 }
 

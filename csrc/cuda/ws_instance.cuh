@@ -22,11 +22,7 @@ struct WsInstance {
   static size_t bytes(int, int) { return 0; }
 
   static Status run(const Launch& l) {
-    if (l.packed == nullptr) {
-      report_message(l.report, -1, "ckgemm's own fp8 kernel takes only the packed form");
-      return Status::Unsupported;
-    }
-    const PackedArgs& p = *l.packed;
+    const PackedArgs& p = *l.packed;  // the runner sends only what rules.cpp accepts: packed calls
     if (p.sizes_ok == nullptr) {
       build_packed_groups<<<1, packed_builder_threads(p.groups), 0, l.stream>>>(p, 1, 4, NullSink{});
       const cudaError_t e = cudaGetLastError();
@@ -35,11 +31,9 @@ struct WsInstance {
         return Status::BackendError;
       }
     }
-    const ws::PackedCall call{p.a, p.b, p.c, p.group_sizes, p.sizes_are_int64, p.groups, p.rows, p.n, p.k,
-                              p.lda, p.ldb, p.ldc, p.b_group_stride, nullptr, 0, nullptr, 0, p.sizes_ok};
     std::string why;
     const cudaError_t e =
-        ws::launch<Spec::kTileN, Spec::kClusterM == 2, ws::Recipe::None, float>(call, l.sm_count, l.stream, &why);
+        ws::launch<Spec::kTileN, Spec::kClusterM == 2, ws::Recipe::None, float>(p, l.sm_count, l.stream, &why);
     if (e != cudaSuccess) {
       report_message(l.report, -1, why);
       return Status::BackendError;
