@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
 # On a lent H200 (wheels in .whl/: nvidia-cutlass, sgl-deep-gemm, apache-tvm-ffi): build the C entry of
-# ckgemm's own fp8 kernel in three flavours and run the stages named, logs under $OUT.
-#   libws_0 / 1 / 2  block scales by CKGEMM_WS_SCALES 0 (a producer warp's cp.async), 1 (consumers' loads two
-#                    k-blocks ahead), 2 (TMA boxes with the stage's operands); WS_LIBS picks (default all)
+# ckgemm's own fp8 kernel in two flavours and run the stages named, logs under $OUT.
+#   libws_0 / 1  block scales by CKGEMM_WS_SCALES 0 (a producer warp's cp.async), 1 (consumers' loads two
+#                k-blocks ahead); WS_LIBS picks (default both)
 # Stages: check (correctness), perf (all cases, peers), perf2 (the same with libws_$WS_MODE; variants
 # $WS_VARIANTS), modes (block timing of every built flavour on the four compute-bound cases), stalls (Nsight
 # Compute stall reasons, block vs unscaled, one launch each), sanitize (compute-sanitizer memcheck over small
 # check shapes, racecheck on one), abck (libws_$WS_MODE against the op's own packed call: needs the extension,
-# e.g. carried as ckgemm/_C*.so). WS_MODE is 0 unless set: mode 2's scale boxes tripled the block kernel's DRAM
-# reads (docs/PERF_2026-12-02.md, ninth session, run 8).
+# e.g. carried as ckgemm/_C*.so). WS_MODE is 0 unless set. (A third flavour, TMA boxes of scales, tripled the
+# block kernel's DRAM reads and was removed: docs/PERF_2026-12-02.md, ninth session, run 8.) A same-process A/B of
+# two revisions of the kernel: build_ws_ab.sh and ws_fp8_ab.py.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/.out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD:$PWD/benchmarks PYTHONUNBUFFERED=1 DG_JIT_CACHE_DIR=/tmp/dg
 C=/tmp/site/cutlass_library/source/include
-LIBS=${WS_LIBS:-0 1 2}
+LIBS=${WS_LIBS:-0 1}
 for v in $LIBS; do
   flag=-DCKGEMM_WS_SCALES=$v
   nvcc -std=c++17 -O3 -shared -Xcompiler -fPIC --expt-relaxed-constexpr -gencode=arch=compute_90a,code=sm_90a \
@@ -25,16 +26,14 @@ B="python3 benchmarks/native/bench_ws_fp8.py"
 M='regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,smsp__inst_executed.sum,gpu__time_duration.sum'
 for stage in "$@"; do
   case $stage in
-    check)  # mode 2 takes only K with ceil(K/128) % 4 == 0: check shapes 1 and 5
+    check)
       for v in $LIBS; do
-        cases=; [ $v = 2 ] && cases="--check-cases 1,5"
-        timeout 200 $B --lib /tmp/libws_$v.so --check-only $cases | grep -v PASS | sed "s/^/lib $v: /"
+        timeout 200 $B --lib /tmp/libws_$v.so --check-only | grep -v PASS | sed "s/^/lib $v: /"
       done ;;
     perf) timeout 400 $B --lib /tmp/libws_0.so --iters 15 | tee "$OUT/perf.log" ;;
-    sanitize)  # memcheck over the check shapes (all K for mode 0, K % 512 == 0 for mode 2), racecheck on one small case
+    sanitize)  # memcheck over small check shapes, racecheck on one small case
       CS="compute-sanitizer --error-exitcode 1"
       timeout 200 $CS --tool memcheck $B --lib /tmp/libws_0.so --check-only --check-cases 0,3,5 | grep -v PASS | tail -4
-      timeout 100 $CS --tool memcheck $B --lib /tmp/libws_2.so --check-only --recipes block --check-cases 5 | grep -v PASS | tail -4
       timeout 150 $CS --tool racecheck $B --lib /tmp/libws_0.so --check-only --recipes block --variants 192a,128b \
         --check-cases 0 | grep -v PASS | tail -4 ;;
     abck) timeout 240 $B --lib /tmp/libws_${WS_MODE:-0}.so --skip-checks --variants 192a --iters 10 --vs-ckgemm | tee "$OUT/abck.log" ;;
@@ -43,7 +42,7 @@ for stage in "$@"; do
     modes) for v in $LIBS; do timeout 100 $B --lib /tmp/libws_$v.so --recipes block --variants 128b,192a \
              --cases DeepSeek-V3_prefill,DeepSeek-V3_down,Mixtral_prefill,128_experts --iters 10 --skip-checks | sed "s/^/lib $v: /"; done ;;
     stalls)
-      for run in "0 none 192a" "0 block 192a" "2 block 192a" "2 block 128b"; do
+      for run in "0 none 192a" "0 row 192a" "0 block 192a" "1 block 192a"; do
         set -- $run
         timeout 120 ncu --clock-control none -k regex:grouped_fp8 --launch-skip 2 --launch-count 1 --metrics "$M" \
           --csv --page raw $B --lib /tmp/libws_$1.so --profile --cases DeepSeek-V3_prefill --recipes $2 --variants $3 \

@@ -25,8 +25,8 @@
 namespace ckgemm::ws {
 
 // How block scales reach the consumers: 0, a producer warp copies the stage's scales with cp.async; 1, the
-// consumers read them from global two k-blocks ahead; 2, TMA boxes of four k-blocks with the stage's operands
-// (needs ceil(K/128) % 4 == 0).
+// consumers read them from global two k-blocks ahead. (A third, TMA boxes of four k-blocks' scales with the
+// stage's operands, tripled the DRAM reads of B and was removed: docs/PERF_2026-12-02.md, ninth session, run 8.)
 #ifndef CKGEMM_WS_SCALES
 #define CKGEMM_WS_SCALES 0
 #endif
@@ -35,7 +35,6 @@ template <int BN, bool McastB, Recipe R, class Out>
 __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_constant__ Params p) {
   using Cfg = Config<BN, McastB>;
   constexpr bool kScaleWarp = R == Recipe::Block && CKGEMM_WS_SCALES == 0;
-  constexpr bool kScaleTma = R == Recipe::Block && CKGEMM_WS_SCALES == 2;
   constexpr bool kScalePrefetch = R == Recipe::Block && CKGEMM_WS_SCALES == 1;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
   constexpr int kStages = Cfg::kStages;
@@ -69,12 +68,8 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
         for (int kb = 0; kb < k_blocks; ++kb) {
           Barrier::wait(&s.empty[stage], phase ^ 1);
           if (warp == 0) {
-            Barrier::arrive_and_expect_tx(&s.full[stage], Cfg::kBytesA + Cfg::kBytesB + (kScaleTma ? (128 + 2) * 16 : 0));
+            Barrier::arrive_and_expect_tx(&s.full[stage], Cfg::kBytesA + Cfg::kBytesB);
             const int k0 = kb * kBlockK;
-            if constexpr (kScaleTma) {
-              tma_load(&p.tma_sa, &s.full[stage], s.sa4[stage], kb & ~3, t.row0, 0, false, false);
-              tma_load(&p.tma_sb, &s.full[stage], s.sb4[stage], kb & ~3, t.n0 / 128, t.g, true, false);
-            }
             if constexpr (McastB) {
               tma_load(&p.tma_a, &s.full[stage], s.a[stage], k0, t.row0, 0, false, false);
               tma_load(&p.tma_b, &s.full[stage], s.b[stage] + rank * Cfg::kRowsB * kBlockK, k0,
@@ -138,10 +133,6 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
             // in flight, so a load issued before it would stall the MMAs' issue for its whole latency.
             if constexpr (kScaleWarp) {
               a_lo = s.sa[stage][r_lo]; a_hi = s.sa[stage][r_lo + 8]; b0 = s.sb[stage][0]; b1 = s.sb[stage][1];
-            }
-            if constexpr (kScaleTma) {
-              const int q = kb & 3;
-              a_lo = s.sa4[stage][r_lo][q]; a_hi = s.sa4[stage][r_lo + 8][q]; b0 = s.sb4[stage][q]; b1 = s.sb4[stage][4 + q];
             }
             float q2[4] = {1.f, 1.f, 1.f, 1.f};
             if constexpr (kScalePrefetch) {

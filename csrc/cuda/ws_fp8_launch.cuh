@@ -27,17 +27,14 @@ inline EncodeFn encode_fn() {
   return fn;
 }
 
-// A tensor map, dims innermost first. Operands: e4m3, box 128 x rows [x 1] of K-major 128-byte swizzled rows;
-// scale mode 2's scales: f32, unswizzled.
-inline bool encode(CUtensorMap* map, CUtensorMapDataType type, const void* base, int rank, const cuuint64_t* dims,
-                   const cuuint64_t* strides, const cuuint32_t* box) {
+// An operand's tensor map, dims innermost first: e4m3, box 128 x rows [x 1] of K-major 128-byte swizzled rows.
+inline bool encode(CUtensorMap* map, const void* base, int rank, const cuuint64_t* dims, const cuuint64_t* strides,
+                   const cuuint32_t* box) {
   auto fn = encode_fn();
-  const bool operand = type == CU_TENSOR_MAP_DATA_TYPE_UINT8;
   const cuuint32_t unit[3] = {1, 1, 1};
   return fn != nullptr &&
-         fn(map, type, rank, const_cast<void*>(base), dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
-            operand ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
-            operand ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : CU_TENSOR_MAP_L2_PROMOTION_NONE,
+         fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, rank, const_cast<void*>(base), dims, strides, box, unit,
+            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
@@ -53,25 +50,10 @@ cudaError_t launch(const PackedArgs& c, int sm_count, cudaStream_t stream, std::
   const cuuint64_t strides_b[2] = {static_cast<cuuint64_t>(c.ldb), static_cast<cuuint64_t>(b_group_stride)};
   using Cfg = Config<BN, McastB>;
   const cuuint32_t box_a[2] = {kBlockK, Cfg::kRowsA}, box_b[3] = {kBlockK, Cfg::kRowsB, 1};
-  if (!encode(&p.tma_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, c.a, 2, dims_a, strides_a, box_a) ||
-      !encode(&p.tma_b, CU_TENSOR_MAP_DATA_TYPE_UINT8, c.b, 3, dims_b, strides_b, box_b)) {
+  if (!encode(&p.tma_a, c.a, 2, dims_a, strides_a, box_a) || !encode(&p.tma_b, c.b, 3, dims_b, strides_b, box_b)) {
     *why = "cuTensorMapEncodeTiled refused the operands";
     return cudaErrorInvalidValue;
   }
-#if CKGEMM_WS_SCALES == 2
-  if constexpr (R == Recipe::Block) {  // scales in boxes of four k-blocks (f32: 16 bytes, TMA's least)
-    const cuuint64_t kbs = (c.k + 127) / 128, nbs = (c.n + 127) / 128;
-    const cuuint64_t d_sa[2] = {kbs, static_cast<cuuint64_t>(c.rows)}, s_sa[1] = {static_cast<cuuint64_t>(c.sa_row_stride) * 4};
-    const cuuint64_t d_sb[3] = {kbs, nbs, static_cast<cuuint64_t>(c.groups)};
-    const cuuint64_t s_sb[2] = {kbs * 4, static_cast<cuuint64_t>(c.sb_group_stride) * 4};
-    const cuuint32_t box_sa[2] = {4, kBlockM}, box_sb[3] = {4, 2, 1};
-    if (kbs % 4 != 0 || !encode(&p.tma_sa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, c.sa, 2, d_sa, s_sa, box_sa) ||
-        !encode(&p.tma_sb, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, c.sb, 3, d_sb, s_sb, box_sb)) {
-      *why = "scale mode 2 needs ceil(K/128) % 4 == 0 and 16-byte aligned scales";
-      return cudaErrorInvalidValue;
-    }
-  }
-#endif
   p.c = c.c;
   p.ldc = c.ldc;
   p.sizes = c.group_sizes;

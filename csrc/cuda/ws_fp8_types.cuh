@@ -39,8 +39,6 @@ struct Config {
 struct Params {
   CUtensorMap tma_a;  // [rows, k] e4m3, box 128 x Config::kRowsA
   CUtensorMap tma_b;  // [groups, n, k] e4m3, box 1 x Config::kRowsB x 128
-  CUtensorMap tma_sa;  // scale mode 2: [rows, kblocks] f32, box 128 x 4
-  CUtensorMap tma_sb;  // scale mode 2: [groups, n blocks, kblocks] f32, box 1 x 2 x 4
   void* c;
   int64_t ldc;
   const void* sizes;
@@ -58,9 +56,6 @@ struct alignas(1024) Smem {
   uint8_t b[Config<BN, McastB>::kStages][Config<BN, McastB>::kBytesB];
   float sa[Config<BN, McastB>::kStages][kBlockM];  // block scales of the stage: A rows, the tile's two B blocks
   float sb[Config<BN, McastB>::kStages][2];
-  // scale mode 2: four k-blocks' scales of the stage's rows and two B blocks (TMA wants 128-byte aligned boxes)
-  alignas(128) float sa4[Config<BN, McastB>::kStages][kBlockM][4];
-  alignas(128) float sb4[Config<BN, McastB>::kStages][32];
   uint64_t full[Config<BN, McastB>::kStages], empty[Config<BN, McastB>::kStages];
   int row_start[kMaxGroups + 1], unit_start[kMaxGroups + 1];
   int bad;
