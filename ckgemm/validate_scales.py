@@ -31,13 +31,15 @@ def blocks(x: int) -> int:
     return -(-x // BLOCK)
 
 
-def check_scale_tensor(op, group, name, s, device) -> None:
-    """A float32 tensor on the inputs' device that needs no grad."""
+def check_scale_tensor(op, group, name, s, device, wanted: str = "") -> None:
+    """A float32 tensor on the inputs' device that needs no grad. ``wanted``: the shapes it may take, for the
+    message (see ``_wanted``)."""
     check_is_tensor(op, group, name, s)
+    tail = f"; expected a float32 tensor on {device} of shape {wanted}" if wanted else ""
     if s.dtype != torch.float32:
-        fail(op, group, name, s, f"scales must be float32, got {s.dtype}", Rule.SCALE_DTYPE, InvalidTypeError)
+        fail(op, group, name, s, f"scales must be float32, got {s.dtype}{tail}", Rule.SCALE_DTYPE, InvalidTypeError)
     if s.device != device:
-        fail(op, group, name, s, f"is on {s.device}, but the inputs are on {device}", Rule.DEVICE)
+        fail(op, group, name, s, f"is on {s.device}, but the inputs are on {device}{tail}", Rule.DEVICE)
     check_no_grad(op, group, name, s)
 
 
@@ -66,6 +68,11 @@ def _forms(expected: dict, recipes=("tensor", "row", "block")) -> str:
     {recipe: ((scale_a shape, meaning), (scale_b shape, meaning))}."""
     return "; ".join(f"{r}: scale_a {expected[r][0][0]} = {expected[r][0][1]} and scale_b {expected[r][1][0]} = "
                      f"{expected[r][1][1]}" for r in recipes)
+
+
+def _wanted(expected: dict, recipes, which: int) -> str:
+    """The shapes scale_a (which 0) or scale_b (1) may take, e.g. "(7,) = [M_0] (row) or (7, 3) = ... (block)"."""
+    return " or ".join(f"{expected[r][which][0]} = {expected[r][which][1]} ({r})" for r in recipes)
 
 
 def _recipe_of(op, group, name, s, ranks: dict, expected: dict, rule: DtypeRule) -> str:
@@ -141,7 +148,8 @@ def _check_layout_of(op, group, name, s, expected: tuple[int, ...], recipe: str,
             hint = _TENSOR_HINT
         fail(op, group, name, s, f"the {recipe} recipe expects shape {expected} = {meaning}{hint}", Rule.SCALE_SHAPE)
     if not s.is_contiguous():
-        fail(op, group, name, s, "scales must be contiguous; call .contiguous() first", Rule.SCALE_STRIDE)
+        fail(op, group, name, s, f"scales must be contiguous; call .contiguous() first (expected a contiguous "
+             f"{expected} = {meaning})", Rule.SCALE_STRIDE)
 
 
 def _common(op, rule: DtypeRule, scale_a, scale_b) -> bool:
@@ -172,9 +180,10 @@ def list_scales(op, rule: DtypeRule, device, shapes, scale_a, scale_b) -> str:
                                        rule=Rule.LIST_LENGTH)
     first = None
     for g, ((m, n, k), sa, sb) in enumerate(zip(shapes, scale_a, scale_b)):
-        check_scale_tensor(op, g, f"scale_a[{g}]", sa, device)
-        check_scale_tensor(op, g, f"scale_b[{g}]", sb, device)
         expected = list_shapes(m, n, k, g)
+        recipes = (first,) if first else _recipes(rule)
+        check_scale_tensor(op, g, f"scale_a[{g}]", sa, device, _wanted(expected, recipes, 0))
+        check_scale_tensor(op, g, f"scale_b[{g}]", sb, device, _wanted(expected, recipes, 1))
         recipe = _check_recipe(op, g, rule, _recipe_of(op, g, f"scale_a[{g}]", sa, _A_RANKS, expected, rule),
                                _recipe_of(op, g, f"scale_b[{g}]", sb, _A_RANKS, expected, rule), first, sa, sb, expected)
         first = first or recipe
@@ -189,9 +198,9 @@ def packed_scales(op, rule: DtypeRule, device, rows: int, groups: int, n: int, k
     """The recipe of a packed call ("none" when unscaled)."""
     if not _common(op, rule, scale_a, scale_b):
         return "none"
-    check_scale_tensor(op, None, "scale_a", scale_a, device)
-    check_scale_tensor(op, None, "scale_b", scale_b, device)
     expected_by_recipe = packed_shapes(rows, groups, n, k)
+    check_scale_tensor(op, None, "scale_a", scale_a, device, _wanted(expected_by_recipe, _recipes(rule), 0))
+    check_scale_tensor(op, None, "scale_b", scale_b, device, _wanted(expected_by_recipe, _recipes(rule), 1))
     recipe = _check_recipe(
         op, None, rule,
         _recipe_of(op, None, "scale_a", scale_a, _A_RANKS, expected_by_recipe, rule),

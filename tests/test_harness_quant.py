@@ -166,6 +166,35 @@ def test_quantized_unpacks_like_deepgemm_and_checks_input():
         quant.per_token_cast_to_fp8(x[0])
 
 
+def test_quantized_is_a_tuple_that_torch_testing_and_copies_take():
+    x = _wide_range((4, 256), "tuple")
+    q = quant.per_token_cast_to_fp8(x)
+    assert isinstance(q, tuple) and tuple(q) == (q.data, q.scale)
+    torch.testing.assert_close(q, (q[0].clone(), q[1].clone()))  # a tuple of tensors, as DeepGEMM's casts return
+    other = quant.per_token_cast_to_fp8(x * 2)
+    with pytest.raises(AssertionError):
+        torch.testing.assert_close(q[1], other[1])
+    import copy
+    import pickle
+    qi = quant.cast_to_int8(x)
+    for twin in (copy.copy(qi), copy.deepcopy(qi), pickle.loads(pickle.dumps(qi))):
+        assert type(twin) is quant.Quantized and (twin.block, twin.fmt, twin.shape, twin.squeezed) == (
+            qi.block, qi.fmt, qi.shape, qi.squeezed)
+        assert torch.equal(twin.data, qi.data) and torch.equal(twin.scale, qi.scale)
+    with pytest.raises(AttributeError, match="read-only"):
+        q.block = (1, 1)
+
+
+@pytest.mark.parametrize("cast", [quant.per_token_cast_to_fp8, quant.per_block_cast_to_fp8, quant.per_row_cast_to_fp8,
+                                  quant.per_tensor_cast_to_fp8, quant.per_channel_cast_to_fp8, quant.cast_to_int8,
+                                  quant.cast_to_fp4])
+def test_casts_do_not_track_gradients(cast):
+    """Weights cast from a tensor that requires grad give scales the ops take (they refuse scales needing grad)."""
+    x = _wide_range((4, 256), "grad").requires_grad_()
+    codes, scale = cast(x)
+    assert not codes.requires_grad and not scale.requires_grad
+
+
 @pytest.mark.parametrize("name", sorted(CASTS))
 def test_casts_take_deepgemms_spelling(name):
     """DeepGEMM's ``cast(x, use_ue8m0, gran_k=...)``: the flag positional or by keyword, the block as gran_k."""

@@ -128,3 +128,33 @@ def test_harness_casts_feed_the_op_and_the_reference_unchanged():
         ref = grouped_gemm_reference_packed((a, sa), (b, sb), sizes, precision="fp64")
         check(y, ref, in_dtype=a.dtype, k=320, scaled=True, name=recipe)
         assert ckgemm.last_dispatch().recipe == recipe
+
+
+def test_bad_scales_name_the_group_the_tensor_and_the_expected_shape():
+    """Wrong dtype, device or stride: the message names the group (list forms), the tensor and the shape it should
+    have; nothing is written to the output."""
+    from ckgemm.errors import InvalidArgumentError, InvalidTypeError
+    from ckgemm.testing import quant
+    gen = generator("bad-scale-text")
+    a, sa = quant.per_token_cast_to_fp8(torch.randn(16, 300, generator=gen))
+    b, sb = quant.per_block_cast_to_fp8(torch.randn(2, 160, 300, generator=gen))
+    sizes = torch.tensor([7, 9])
+    strided = sb.transpose(-1, -2).contiguous().transpose(-1, -2)
+    packed = [
+        (InvalidTypeError, dict(scale_a=sa.double(), scale_b=sb),
+         r"scale_a \(shape \(16, 3\).*must be float32.*of shape .*\(16, 3\) = \[sum M, ceil\(K/128\)\] \(block\)"),
+        (InvalidArgumentError, dict(scale_a=sa, scale_b=sb.to("meta")),
+         r"scale_b .*is on meta.*\(2, 2, 3\) = \[G, ceil\(N/128\), ceil\(K/128\)\] \(block\)"),
+        (InvalidArgumentError, dict(scale_a=sa, scale_b=strided),
+         r"scale_b .*contiguous.*expected a contiguous \(2, 2, 3\) = \[G, ceil\(N/128\), ceil\(K/128\)\]"),
+    ]
+    for cls, kwargs, pattern in packed:
+        out = poison((16, 160), torch.bfloat16)
+        with pytest.raises(cls, match=pattern):
+            ckgemm.grouped_gemm_packed(a, b, sizes, out=out, **kwargs)
+        assert torch.isnan(out).all()
+    a_list, b_list, outs = list(a.split([7, 9])), [b[0], b[1]], [poison((m, 160), torch.bfloat16) for m in (7, 9)]
+    with pytest.raises(InvalidTypeError, match=r"group 1: scale_a\[1\] .*float32.*of shape \(9, 3\) = \[M_1, "
+                                               r"ceil\(K_1/128\)\] \(block\)"):
+        ckgemm.grouped_gemm_out(a_list, b_list, outs, scale_a=[sa[:7], sa[7:].double()], scale_b=[sb[0], sb[1]])
+    assert all(torch.isnan(o).all() for o in outs)

@@ -16,7 +16,8 @@ Every cast scales blocks of a 2-D (or batched ``[..., R, C]``) tensor by one flo
 (the fp8 blocks follow DeepGEMM's conventions). The scale shapes are exactly what ckgemm's scaled ops take
 (README, "Scaled low precision"): ``a, sa = per_token_cast_to_fp8(x)`` and ``b, sb = per_block_cast_to_fp8(w)``
 feed ``grouped_gemm_packed(a, b, sizes, scale_a=sa, scale_b=sb)`` and the harness reference unchanged. A
-``Quantized`` unpacks and indexes like DeepGEMM's ``(codes, scale)`` tuple: ``cast(x)[0]`` are the codes. Scales are ``amax / max_code`` (``amax`` floored at
+``Quantized`` is a ``(codes, scale)`` tuple, as DeepGEMM's casts return: ``cast(x)[0]`` are the codes. Casts
+do not track gradients (their outputs never require grad). Scales are ``amax / max_code`` (``amax`` floored at
 ``amax_floor``); with ``ue8m0=True`` they are rounded up to a power of two (UE8M0, as MX formats and
 SM100 kernels store them; ``ue8m0_bytes`` gives the exponent bytes). Both e4m3 flavours are supported:
 ``float8_e4m3fn`` (max 448) and ``float8_e4m3fnuz`` (max 240, gfx942); the max comes from ckgemm's dtype table.
@@ -26,7 +27,6 @@ FP4 is e2m1 (values 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives), two codes p
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import torch
 
@@ -38,26 +38,40 @@ INT8_MAX = 127.0
 DEFAULT_AMAX_FLOOR = 1e-4
 
 
-@dataclass(frozen=True)
-class Quantized:
-    """Codes, their block scales and the logical shape. Unpacks and indexes like a ``(codes, scale)``
-    tuple: ``codes, scale = cast(...)``, ``cast(...)[0]``."""
+class Quantized(tuple):
+    """Codes, their block scales and the logical shape. A ``(codes, scale)`` tuple, as DeepGEMM's casts return:
+    ``codes, scale = cast(...)``, ``cast(...)[0]``, and anything that takes a tuple of tensors
+    (``torch.testing.assert_close``, a DeepGEMM call) takes it; ``block``, ``fmt``, ``shape`` and ``squeezed``
+    ride along as read-only attributes."""
 
-    data: torch.Tensor  # fp8 or int8 codes in the logical shape; fp4: uint8, two codes per byte
-    scale: torch.Tensor  # float32, one per block, in the layout of the table above
-    block: tuple[int, int]  # rows x cols covered by one scale
-    fmt: str  # "float8_e4m3fn", "float8_e4m3fnuz", "int8" or "fp4_e2m1"
-    shape: tuple[int, ...]  # logical shape of the values
-    squeezed: int = 0  # trailing block dimensions dropped from ``scale``: 1 per row, 2 per tensor
+    # data: fp8 or int8 codes in the logical shape; fp4: uint8, two codes per byte. scale: float32, one per
+    # block, in the layout of the table above. block: rows x cols covered by one scale. fmt: "float8_e4m3fn",
+    # "float8_e4m3fnuz", "int8" or "fp4_e2m1". shape: logical shape of the values. squeezed: trailing block
+    # dimensions dropped from ``scale`` (1 per row, 2 per tensor).
+    def __new__(cls, data: torch.Tensor, scale: torch.Tensor, block: tuple[int, int], fmt: str,
+                shape: tuple[int, ...], squeezed: int = 0):
+        self = super().__new__(cls, (data, scale))
+        for name, value in (("block", tuple(block)), ("fmt", fmt), ("shape", tuple(shape)), ("squeezed", squeezed)):
+            object.__setattr__(self, name, value)
+        return self
 
-    def __iter__(self):
-        return iter((self.data, self.scale))
+    def __setattr__(self, name, value):
+        raise AttributeError(f"Quantized is read-only ({name})")
 
-    def __getitem__(self, index):
-        return (self.data, self.scale)[index]
+    def __getnewargs__(self):  # copy and pickle
+        return (self[0], self[1], self.block, self.fmt, self.shape, self.squeezed)
 
-    def __len__(self) -> int:
-        return 2
+    def __repr__(self) -> str:
+        return (f"Quantized(data={tuple(self[0].shape)} {self[0].dtype}, scale={tuple(self[1].shape)}, "
+                f"block={self.block}, fmt={self.fmt!r}, shape={self.shape}, squeezed={self.squeezed})")
+
+    @property
+    def data(self) -> torch.Tensor:
+        return self[0]
+
+    @property
+    def scale(self) -> torch.Tensor:
+        return self[1]
 
     def full_scale(self) -> torch.Tensor:
         """The scales with both block dimensions: [..., ceil(R / block[0]), ceil(C / block[1])]."""
@@ -172,6 +186,7 @@ def _squeeze(scale: torch.Tensor, block: tuple[int | None, int | None]) -> tuple
     return scale, 0
 
 
+@torch.no_grad()
 def cast_to_fp8(x: torch.Tensor, block: tuple[int | None, int | None], *, dtype=torch.float8_e4m3fn,
                 ue8m0: bool = False, amax_floor: float = DEFAULT_AMAX_FLOOR) -> Quantized:
     """FP8 cast with one scale per ``block`` (rows x cols; None means the whole dimension). Whole-row
@@ -264,6 +279,7 @@ def cast_for(x: torch.Tensor, recipe: str, operand: str, dtype: torch.dtype = to
     raise ValueError(f"cast_for: unknown scale recipe {recipe!r}")
 
 
+@torch.no_grad()
 def cast_to_int8(x: torch.Tensor, per: str = "row", *, amax_floor: float = DEFAULT_AMAX_FLOOR) -> Quantized:
     """Symmetric int8 (codes in [-127, 127], round half to even): ``per="row"`` (scales [..., R]) or
     ``per="tensor"`` (scales [...])."""
@@ -293,6 +309,7 @@ def _fp4_codes(v: torch.Tensor) -> torch.Tensor:
     return (idx | sign).to(torch.uint8)
 
 
+@torch.no_grad()
 def cast_to_fp4(x: torch.Tensor, gran: int = 32, *, ue8m0: bool = False,
                 amax_floor: float = DEFAULT_AMAX_FLOOR) -> Quantized:
     """FP4 e2m1 with one scale per row and ``gran`` columns; two codes per byte (low nibble first)."""
