@@ -82,9 +82,11 @@ for stage in "$@"; do
       ls -la "$OUT"/_C*.so ;;
     test)
       run pytest python3 -m pytest $PLUGIN -q -ra tests ;;
-    gputest)  # one process per file, so a crash in one file does not hide the others' results
+    gputest)  # one process per file, so a crash in one file does not hide the others' results; a file that names
+      # the marker without marking a test selects none (pytest's exit 5), which is not a failure here
       for f in $(grep -l "mark.gpu\|MARKS" tests/test_*.py); do
-        run "gpu_$(basename "$f" .py)" python3 -X faulthandler -m pytest $PLUGIN -q -ra --tb=short -m gpu "$f"
+        run "gpu_$(basename "$f" .py)" bash -c 'python3 -X faulthandler -m pytest "$@"; rc=$?; [ $rc -eq 5 ] && rc=0; exit $rc' \
+          pytest $PLUGIN -q -ra --tb=short -m gpu "$f"
       done ;;
     smoke)
       run smoke python3 op_tests/test_grouped_gemm.py --smoke
