@@ -14,7 +14,8 @@
 //   - the tile scheduler and the per-group row offsets come from the device-resident group sizes (a prefix
 //     sum in shared memory at the start of each CTA): no argument-building launch, no host sync,
 //     graph-capturable with new sizes; a group's tiles are taken M-fastest so CTAs in flight share B in L2;
-//   - the epilogue stores from registers (whole tiles without per-element bounds).
+//   - the epilogue stores from registers: a whole tile without per-element bounds and, where C's rows are
+//     16-byte aligned, in 16-byte pieces after the lanes of each quad exchange values (ws_fp8_parts.cuh).
 //
 // Rows of a tile past its group's end are computed on the next group's rows (or TMA's zero fill) and
 // never stored. K need not be a multiple of 128 (TMA zero-fills the partial block).

@@ -63,6 +63,7 @@ cudaError_t launch(const PackedArgs& c, int sm_count, cudaStream_t stream, std::
   p.n = static_cast<int>(c.n);
   p.k = static_cast<int>(c.k);
   p.vector_store = c.ldc % 2 == 0 && reinterpret_cast<uintptr_t>(c.c) % (2 * sizeof(Out)) == 0;
+  if (p.vector_store && (c.ldc * sizeof(Out)) % 16 == 0 && reinterpret_cast<uintptr_t>(c.c) % 16 == 0) p.vector_store = 2;
   p.sa = c.sa;
   p.sa_stride = c.sa_row_stride;
   p.sb = c.sb;

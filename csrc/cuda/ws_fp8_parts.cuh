@@ -121,6 +121,51 @@ __device__ __forceinline__ void store_pair(Out* dst, float v0, float v1) {
   else *reinterpret_cast<__nv_bfloat162*>(dst) = __floats2bfloat162_rn(v0, v1);
 }
 
+// A whole tile's store in 16-byte pieces: the four lanes of a quad hold two adjacent columns of each 8-column
+// chunk; exchanges between lanes (xor 1, then for bf16 xor 2) give each lane 4 adjacent fp32 or 8 adjacent bf16
+// values of one row, so each store writes whole 32-byte sectors (64 or 128 contiguous bytes per row and quad).
+template <int BN, Recipe R, class Out>
+__device__ __forceinline__ void store_tile_wide(const Params& p, const Tile& t, const float* acc, int r_lo, int lane,
+                                                const float* row_scale, const float* sb_row) {
+  const int q = lane % 4;
+  const bool odd = q & 1, upper = q & 2;
+  constexpr unsigned kAll = 0xffffffffu;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    Out* row = static_cast<Out*>(p.c) + static_cast<int64_t>(t.row0 + r_lo + 8 * h) * p.ldc + t.n0;
+    auto value = [&](int j, int e) {  // column 8j + 2q + e of this row, scaled
+      float v = acc[4 * j + 2 * h + e] * row_scale[h];
+      if constexpr (R == Recipe::Row) v *= __ldg(sb_row + t.n0 + 8 * j + 2 * q + e);
+      return v;
+    };
+    if constexpr (std::is_same_v<Out, float>) {
+#pragma unroll
+      for (int j = 0; j < BN / 8; j += 2) {
+        const float a0 = value(j, 0), a1 = value(j, 1), b0 = value(j + 1, 0), b1 = value(j + 1, 1);
+        const float r0 = __shfl_xor_sync(kAll, odd ? a0 : b0, 1), r1 = __shfl_xor_sync(kAll, odd ? a1 : b1, 1);
+        const float4 o = odd ? make_float4(r0, r1, b0, b1) : make_float4(a0, a1, r0, r1);
+        *reinterpret_cast<float4*>(row + 8 * (j + odd) + 4 * (q >> 1)) = o;
+      }
+    } else {
+      auto pack = [](float x, float y) {
+        __nv_bfloat162 v = __floats2bfloat162_rn(x, y);
+        return *reinterpret_cast<uint32_t*>(&v);
+      };
+#pragma unroll
+      for (int j = 0; j < BN / 8; j += 4) {
+        uint32_t w[4];
+#pragma unroll
+        for (int c = 0; c < 4; ++c) w[c] = pack(value(j + c, 0), value(j + c, 1));
+        const uint32_t ra = __shfl_xor_sync(kAll, odd ? w[0] : w[1], 1), rb = __shfl_xor_sync(kAll, odd ? w[2] : w[3], 1);
+        const uint32_t A0 = odd ? ra : w[0], A1 = odd ? w[1] : ra, B0 = odd ? rb : w[2], B1 = odd ? w[3] : rb;
+        const uint32_t s0 = __shfl_xor_sync(kAll, upper ? A0 : B0, 2), s1 = __shfl_xor_sync(kAll, upper ? A1 : B1, 2);
+        const uint4 o = upper ? make_uint4(s0, s1, B0, B1) : make_uint4(A0, A1, s0, s1);
+        *reinterpret_cast<uint4*>(row + 8 * (j + (q & 1) + 2 * (q >> 1))) = o;
+      }
+    }
+  }
+}
+
 // Epilogue, straight from the registers of an m64nBN accumulator (rows r_lo and r_lo + 8, two adjacent
 // columns per 8-column chunk): rows past the group's end and columns past N are not stored.
 template <int BN, Recipe R, class Out>
@@ -131,6 +176,10 @@ __device__ __forceinline__ void store_tile(const Params& p, const Tile& t, const
     row_scale[1] = __ldg(a_scales(p, t.row0 + r_lo + 8));
   }
   const float* sb_row = R == Recipe::Row ? p.sb + t.g * p.sb_stride : nullptr;
+  if (p.vector_store == 2 && t.m_local0 + kBlockM <= t.m_g && t.n0 + BN <= p.n) {  // a whole tile, 16-byte stores
+    store_tile_wide<BN, R, Out>(p, t, acc, r_lo, lane, row_scale, sb_row);
+    return;
+  }
   if (p.vector_store && t.m_local0 + kBlockM <= t.m_g && t.n0 + BN <= p.n) {  // a whole tile: no bounds per element
     const int col0 = t.n0 + 2 * (lane % 4);
     Out* lo = static_cast<Out*>(p.c) + static_cast<int64_t>(t.row0 + r_lo) * p.ldc + col0;

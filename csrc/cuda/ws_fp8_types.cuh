@@ -42,7 +42,7 @@ struct Params {
   void* c;
   int64_t ldc;
   const void* sizes;
-  int sizes_int64, groups, rows, n, k, vector_store;
+  int sizes_int64, groups, rows, n, k, vector_store;  // vector_store: 0 scalar, 1 pairs, 2 16-byte pieces
   const float* sa;  // Row: sa[row * sa_stride]; Block: sa[row * sa_stride + kb]
   int64_t sa_stride;
   const float* sb;  // Row: sb[g * sb_stride + col]; Block: sb[g * sb_stride + nb * kblocks + kb]
