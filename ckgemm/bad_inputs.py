@@ -129,7 +129,7 @@ def list_cases(dev, gen) -> list[BadCase]:
                 r"group 1: c\[1\].*rows overlap", Rule.ROWS_OVERLAP, tuple(outs)),
         BadCase("late K mismatch", go, (a, _with(b, 3, b[3][:, :16].contiguous()), outs), {}, Arg,
                 r"group 3: .*K mismatch", Rule.K_MISMATCH, tuple(outs)),
-        BadCase("out_dtype of an unscaled call", g, (a, b), {"out_dtype": torch.float32}, Arg,
+        BadCase("out_dtype of an unscaled call", g, (a, b), {"out_dtype": torch.float32}, Type,
                 "unscaled torch.float16 inputs give torch.float16", Rule.OUT_DTYPE),
     ]
     if dev.type == "cuda":  # the CPU reference takes both e4m3 flavours; a GPU takes only its own
@@ -222,7 +222,7 @@ def scaled_cases(dev, gen) -> list[BadCase]:
              r"scale_b \(shape \(16,\).*recipe mix: scale_a is row-wise but scale_b is tensor-wise.*"
              r"row: scale_a \(12,\) = \[sum M\].* scale_b \(3, 16\) = \[G, N\]", Rule.SCALE_RECIPE, row_a, ones(n)),
         case("scaled: 4-D scale", Arg, r"scale_b .*fits no recipe", Rule.SCALE_SHAPE, blk_a, ones(groups, 1, 2, 1)),
-        case("scaled: out_dtype int32", Arg, "out_dtype=torch.int32 is not a scaled output", Rule.OUT_DTYPE,
+        case("scaled: out_dtype int32", Type, "out_dtype=torch.int32 is not a scaled output", Rule.OUT_DTYPE,
              row_a, row_b, out=None, out_dtype=torch.int32),
         case("scaled: out of the wrong dtype", Type, r"out .*must have dtype torch.float16", Rule.OUT_DTYPE,
              row_a, row_b, out_dtype=torch.float16),

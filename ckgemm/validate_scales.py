@@ -216,12 +216,13 @@ def output_dtype(op, rule: DtypeRule, recipe: str, out_dtype, outputs_given: boo
     """The output dtype a call produces: the dtype table's when unscaled; ``out_dtype`` (default
     bfloat16) when scaled. None for a scaled call that writes given outputs without naming out_dtype:
     the outputs' own dtype then decides (``scaled_output_of``)."""
+    # Every OUT_DTYPE error is an InvalidTypeError (a TypeError), whether out_dtype= or an output tensor carries it.
     if out_dtype is not None and not isinstance(out_dtype, torch.dtype):
         raise InvalidTypeError(f"{op}: out_dtype must be a torch.dtype, got {type(out_dtype).__name__}",
                                rule=Rule.OUT_DTYPE)
     if recipe == "none":
         if out_dtype is not None and out_dtype != rule.output:
-            raise InvalidArgumentError(
+            raise InvalidTypeError(
                 f"{op}: out_dtype={out_dtype}, but unscaled {rule.input} inputs give {rule.output} (the dtype "
                 "table); pass scale_a and scale_b for a scaled output", rule=Rule.OUT_DTYPE)
         return rule.output
@@ -229,8 +230,8 @@ def output_dtype(op, rule: DtypeRule, recipe: str, out_dtype, outputs_given: boo
         return None if outputs_given else DEFAULT_SCALED_OUTPUT
     if out_dtype not in SCALED_OUTPUTS:
         names = ", ".join(str(d).replace("torch.", "") for d in SCALED_OUTPUTS)
-        raise InvalidArgumentError(f"{op}: out_dtype={out_dtype} is not a scaled output; choose one of {names}",
-                                   rule=Rule.OUT_DTYPE)
+        raise InvalidTypeError(f"{op}: out_dtype={out_dtype} is not a scaled output; choose one of {names}",
+                               rule=Rule.OUT_DTYPE)
     return out_dtype
 
 
