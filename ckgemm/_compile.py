@@ -6,6 +6,7 @@ from typing import List, Optional
 
 import torch
 
+from . import validate
 from ._checks import check_no_grad
 from .dtypes import rule_for
 from .validate_scales import DEFAULT_SCALED_OUTPUT
@@ -16,6 +17,37 @@ def _out_dtype(a: torch.Tensor, scale_a, out_dtype):
         return out_dtype or DEFAULT_SCALED_OUTPUT
     rule = rule_for(a.dtype)
     return rule.output if rule is not None else a.dtype
+
+
+def _elsewhere(device, tensors) -> bool:
+    """True when a tensor the call needs on ``device`` is not there (group sizes may be on the CPU)."""
+    return any(isinstance(t, torch.Tensor) and t.device != device for t in tensors)
+
+
+# The fake kernels below run where the real op cannot see what it must refuse: under torch.compile the
+# functionalized graph hands an ``_out`` op a copy of its output (an output aliasing an input would be
+# computed and copied back over the input), and a call mixing devices reaches the fake kernel alone (a meta
+# tensor among CPU ones). For those two rules they raise the eager validator's error (Dynamo reports it at
+# trace time); everything else is refused at run time by the eager validation inside the op.
+def _packed_checks(a, b, group_sizes, out, layout, check_sizes, scale_a, scale_b, out_dtype):
+    op = "grouped_gemm_packed"
+    sizes = [group_sizes] if group_sizes.device.type != "cpu" else []
+    if _elsewhere(a.device, [b, out, scale_a, scale_b] + sizes):
+        validate.validate_packed(op, a, b, group_sizes, layout, out, check_sizes, scale_a, scale_b, out_dtype)
+    if out is not None:
+        validate.check_packed_overlap(op, a, b, out, scale_a, scale_b)
+
+
+def _list_checks(op, a_list, b_list, c_list, layout, sa, sb, out_dtype):
+    if not a_list:
+        return
+    every = list(b_list) + list(a_list) + list(c_list or []) + list(sa or []) + list(sb or [])
+    if _elsewhere(a_list[0].device, every):
+        problem = validate.validate_list(op, a_list, b_list, layout, sa, sb, out_dtype, c_list is not None)
+        if c_list is not None:
+            validate.validate_outputs(op, problem, c_list, a_list, b_list, sa, sb)
+    if c_list is not None:
+        validate.check_list_overlap(op, a_list, b_list, c_list, sa, sb)
 
 
 @torch.library.custom_op("ckgemm::grouped_gemm_packed", mutates_args=())
@@ -30,6 +62,7 @@ def packed_op(a: torch.Tensor, b: torch.Tensor, group_sizes: torch.Tensor, layou
 
 @packed_op.register_fake
 def _packed_fake(a, b, group_sizes, layout, backend, check_sizes, scale_a, scale_b, out_dtype):
+    _packed_checks(a, b, group_sizes, None, layout, check_sizes, scale_a, scale_b, out_dtype)
     n = b.shape[2] if layout == "RR" else b.shape[1]
     return a.new_empty((a.shape[0], n), dtype=_out_dtype(a, scale_a, out_dtype))
 
@@ -47,7 +80,7 @@ def packed_out_op(a: torch.Tensor, b: torch.Tensor, group_sizes: torch.Tensor, o
 
 @packed_out_op.register_fake
 def _packed_out_fake(a, b, group_sizes, out, layout, backend, check_sizes, scale_a, scale_b, out_dtype):
-    return None
+    _packed_checks(a, b, group_sizes, out, layout, check_sizes, scale_a, scale_b, out_dtype)
 
 
 def packed(a, b, group_sizes, layout, out, backend, check_sizes, scale_a, scale_b, out_dtype):
@@ -74,6 +107,7 @@ def list_op(a_list: List[torch.Tensor], b_list: List[torch.Tensor], layout: Opti
 def _list_fake(a_list, b_list, layout, backend, scale_a, scale_b, scales_given, out_dtype):
     if not a_list:  # the call raises at run time, as eagerly
         return []
+    _list_checks("grouped_gemm", a_list, b_list, None, layout, *_given(scale_a, scale_b, scales_given), out_dtype)
     dtype = _out_dtype(a_list[0], scale_a if scales_given & 1 else None, out_dtype)
     return [a.new_empty((a.shape[0], b.shape[1] if layout == "RR" else b.shape[0]), dtype=dtype)
             for a, b in zip(a_list, b_list)]
@@ -92,7 +126,8 @@ def list_out_op(a_list: List[torch.Tensor], b_list: List[torch.Tensor], c_list: 
 
 @list_out_op.register_fake
 def _list_out_fake(a_list, b_list, c_list, layout, backend, scale_a, scale_b, scales_given, out_dtype):
-    return None
+    _list_checks("grouped_gemm_out", a_list, b_list, c_list, layout, *_given(scale_a, scale_b, scales_given),
+                 out_dtype)
 
 
 def refuse_grad(op: str, named) -> None:

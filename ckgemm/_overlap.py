@@ -12,13 +12,16 @@ import torch
 
 
 class Rows(NamedTuple):
-    """A tensor's memory as ``count`` rows of ``width`` bytes, ``stride`` bytes apart."""
+    """A tensor's memory as ``count`` rows of ``width`` bytes, ``stride`` bytes apart, in address ``space``
+    (0: device addresses; a tensor without a data pointer, such as a fake tensor under torch.compile, counts
+    bytes from the start of its storage, and its space is that storage)."""
 
     name: str
     base: int
     count: int
     stride: int
     width: int
+    space: int = 0
 
     @property
     def start(self) -> int:
@@ -36,29 +39,43 @@ def rows_of(name: str, t: torch.Tensor) -> Rows | None:
     shape = tuple(t.shape)
     if 0 in shape:
         return None
-    base = t.data_ptr()
-    if base == 0:
-        return None
-    stride = t.stride()
     es = t.element_size()
+    space = 0
+    if type(t) is torch.Tensor or not _storage_only(t):
+        base = t.data_ptr()
+        if base == 0:
+            return None
+    else:  # a fake or functional tensor: offsets inside its storage, which views of one base share
+        storage = t.untyped_storage()
+        space, base = storage._cdata, t.storage_offset() * es
+    stride = t.stride()
     if len(shape) == 0:  # a scalar (a tensor-recipe scale)
-        return Rows(name, base, 1, 0, es)
+        return Rows(name, base, 1, 0, es, space)
     if len(shape) == 1:
-        return Rows(name, base, 1, 0, shape[0] * es)
+        return Rows(name, base, 1, 0, shape[0] * es, space)
     if len(shape) == 3:
         groups, rows, width = shape
         if groups > 1 and stride[0] != rows * stride[1]:
             # Irregular batch stride: one conservative row covering the whole span.
             span = sum((n - 1) * st for n, st in zip(shape, stride)) + 1
-            return Rows(name, base, 1, 0, span * es)
+            return Rows(name, base, 1, 0, span * es, space)
         count, row_stride = groups * rows, stride[1]
     else:
         (count, width), row_stride = shape, stride[0]
-    return Rows(name, base, count, row_stride * es if count > 1 else 0, width * es)
+    return Rows(name, base, count, row_stride * es if count > 1 else 0, width * es, space)
+
+
+def _storage_only(t: torch.Tensor) -> bool:
+    """True for a tensor subclass with no data pointer (FakeTensor, FunctionalTensor)."""
+    try:
+        t.data_ptr()
+        return False
+    except RuntimeError:
+        return True
 
 
 def _rows_overlap(x: Rows, y: Rows) -> bool:
-    if x.end <= y.start or y.end <= x.start:
+    if x.space != y.space or x.end <= y.start or y.end <= x.start:
         return False
     if x.count == 1 or y.count == 1 or x.stride == y.stride:
         return _overlap_equal_stride(x, y) if x.stride == y.stride else _overlap_scan(x, y)
@@ -93,10 +110,10 @@ def _overlap_scan(x: Rows, y: Rows) -> bool:
 def first_overlap(outputs: list[Rows | None], inputs: list[Rows | None]) -> tuple[str, str] | None:
     """First pair (output, other) whose memory intersects: output vs output or output vs input."""
     spans = [(r, True) for r in outputs if r is not None] + [(r, False) for r in inputs if r is not None]
-    spans.sort(key=lambda item: item[0].start)
+    spans.sort(key=lambda item: (item[0].space, item[0].start))
     active: list[tuple[Rows, bool]] = []
     for rows, is_out in spans:
-        active = [a for a in active if a[0].end > rows.start]
+        active = [a for a in active if a[0].space == rows.space and a[0].end > rows.start]
         for other, other_out in active:
             if (is_out or other_out) and _rows_overlap(rows, other):
                 return (rows.name, other.name) if is_out else (other.name, rows.name)

@@ -109,6 +109,7 @@ def list_cases(dev, gen) -> list[BadCase]:
         BadCase("group on another device", g, (a, _with(b, 1, torch.empty(b[1].shape, dtype=F16, device="meta"))),
                 {}, Arg, r"group 1: b\[1\].*is on meta", Rule.DEVICE),
         BadCase("unknown layout", g, (a, b), {"layout": "CR"}, Arg, "unknown layout 'CR'", Rule.LAYOUT),
+        BadCase("layout not a str", g, (a, b), {"layout": 0}, Type, "layout must be a str", Rule.LAYOUT),
         BadCase("innermost stride", g, (_with(a, 1, torch.empty(32, 8, dtype=F16, device=dev).t()), b), {}, Arg,
                 r"group 1: a\[1\].*innermost stride must be 1", Rule.INNER_STRIDE),
         BadCase("requires grad", g, (_with(a, 0, grad), b), {}, Arg, r"group 0: a\[0\].*not differentiable",

@@ -1,7 +1,7 @@
 """Exception types, and the ids of the rules a call can break.
 
-Every input error is a ValueError or TypeError subclass, so callers that catch the built-in types keep
-working, and every one is a CkgemmError, so callers can catch ours alone. Each carries ``rule`` (a
+Every input error is a ValueError (wrong types and dtypes are a TypeError as well), so callers that catch the
+built-in types keep working, and every one is a CkgemmError, so callers can catch ours alone. Each carries ``rule`` (a
 ``Rule``) and ``group`` (the offending group, or None): the native validator (csrc/common/validate.h)
 reports the same pair, and csrc/common/rules.inc lists the same ids (tests/test_native_rules.py keeps the two
 in sync).
@@ -68,8 +68,10 @@ class InvalidArgumentError(CkgemmError, ValueError):
     """A value, shape, stride, device, layout or group size breaks a rule of the op."""
 
 
-class InvalidTypeError(CkgemmError, TypeError):
-    """An argument has the wrong Python type or an unsupported dtype."""
+class InvalidTypeError(CkgemmError, TypeError, ValueError):
+    """An argument has the wrong Python type or an unsupported dtype. A TypeError, and a ValueError too (as
+    ``numpy.exceptions.AxisError`` is both a ValueError and an IndexError), so ``except ValueError`` catches
+    every bad input ckgemm rejects."""
 
 
 class BackendUnavailableError(CkgemmError, RuntimeError):

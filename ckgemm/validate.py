@@ -65,7 +65,10 @@ class PackedProblem:
 def check_layout(op: str, layout) -> str:
     if layout is None:
         return "RC"
-    if not isinstance(layout, str) or layout not in LAYOUTS:
+    if not isinstance(layout, str):
+        raise InvalidTypeError(f"{op}: layout must be a str, one of {LAYOUTS}, got {type(layout).__name__} "
+                               f"{layout!r}", rule=Rule.LAYOUT)
+    if layout not in LAYOUTS:
         raise InvalidArgumentError(
             f"{op}: unknown layout {layout!r}; expected one of {LAYOUTS} "
             f"(RC: b stored [N, K], C = A @ B^T; RR: b stored [K, N], C = A @ B)", rule=Rule.LAYOUT)
@@ -166,6 +169,13 @@ def validate_outputs(op: str, problem: ListProblem, c_list, a_list, b_list, scal
     unscaled = problem.rule if problem.recipe == "none" else None
     for g, (c, (m, n, _)) in enumerate(zip(c_list, problem.shapes)):
         _check_output(op, g, f"c[{g}]", c, (m, n), dtype, problem.device, unscaled)
+    check_list_overlap(op, a_list, b_list, c_list, scale_a, scale_b)
+    return dataclasses.replace(problem, out_dtype=dtype)
+
+
+def check_list_overlap(op: str, a_list, b_list, c_list, scale_a=None, scale_b=None) -> None:
+    """OVERLAP for the list forms: no output may share memory with an input or another output (also run by
+    the compiled ops' fake kernels, where the tensors have storages but no addresses)."""
     outs = [_overlap.rows_of(f"c[{g}]", c) for g, c in enumerate(c_list)]
     ins = [_overlap.rows_of(f"a[{g}]", a) for g, a in enumerate(a_list)]
     ins += [_overlap.rows_of(f"b[{g}]", b) for g, b in enumerate(b_list)]
@@ -175,7 +185,6 @@ def validate_outputs(op: str, problem: ListProblem, c_list, a_list, b_list, scal
     if hit is not None:
         raise InvalidArgumentError(f"{op}: output {hit[0]} overlaps {hit[1]} in memory; outputs must not alias "
                                    "inputs or each other", rule=Rule.OVERLAP)
-    return dataclasses.replace(problem, out_dtype=dtype)
 
 
 def check_group_size_values(op: str, sizes, rows: int) -> None:
@@ -230,12 +239,7 @@ def validate_packed(op: str, a, b, group_sizes, layout, out, check_sizes: bool |
     if out is not None:
         dtype = _output_dtype_of(op, out_dt, out)
         _check_output(op, None, "out", out, (rows, n), dtype, device, rule if recipe == "none" else None)
-        ins = [_overlap.rows_of("a", a), _overlap.rows_of("b", b)]
-        ins += [_overlap.rows_of(name, s) for name, s in (("scale_a", scale_a), ("scale_b", scale_b)) if s is not None]
-        hit = _overlap.first_overlap([_overlap.rows_of("out", out)], ins)
-        if hit is not None:
-            raise InvalidArgumentError(f"{op}: out overlaps {hit[1]} in memory; out must not alias the inputs",
-                                       rule=Rule.OVERLAP)
+        check_packed_overlap(op, a, b, out, scale_a, scale_b)
         out_dt = dtype
     sizes = None
     if group_sizes.device.type == "cpu" or check_sizes:
@@ -256,3 +260,13 @@ def check_native_limits(op: str, problem) -> None:
             raise InvalidArgumentError(f"{op}: {where(g)}{m}x{n}x{k} has a dimension above 2^31-1, the native "
                                        "kernels' 32-bit sizes; use backend='torch'", rule=Rule.TOO_LARGE,
                                        group=None if isinstance(problem, PackedProblem) else g)
+
+
+def check_packed_overlap(op: str, a, b, out, scale_a=None, scale_b=None) -> None:
+    """OVERLAP for the packed form's ``out`` (also run by the compiled op's fake kernel)."""
+    ins = [_overlap.rows_of("a", a), _overlap.rows_of("b", b)]
+    ins += [_overlap.rows_of(name, s) for name, s in (("scale_a", scale_a), ("scale_b", scale_b)) if s is not None]
+    hit = _overlap.first_overlap([_overlap.rows_of("out", out)], ins)
+    if hit is not None:
+        raise InvalidArgumentError(f"{op}: out overlaps {hit[1]} in memory; out must not alias the inputs",
+                                   rule=Rule.OVERLAP)

@@ -152,23 +152,26 @@ def _check_layout_of(op, group, name, s, expected: tuple[int, ...], recipe: str,
              f"{expected} = {meaning})", Rule.SCALE_STRIDE)
 
 
-def _common(op, rule: DtypeRule, scale_a, scale_b) -> bool:
-    """True when the call is scaled; raises for half-given scales or scales on 16-bit inputs."""
+def _common(op, rule: DtypeRule, scale_a, scale_b, forms) -> bool:
+    """True when the call is scaled; raises for half-given scales or scales on 16-bit inputs. ``forms()``
+    gives the expected scale shapes for the message."""
     if scale_a is None and scale_b is None:
         return False
     if scale_a is None or scale_b is None:
         given, missing = ("scale_a", "scale_b") if scale_b is None else ("scale_b", "scale_a")
-        raise InvalidArgumentError(f"{op}: {given} is given but {missing} is not; a scaled call takes both",
-                                   rule=Rule.SCALES_PAIR)
+        raise InvalidArgumentError(f"{op}: {given} is given but {missing} is not; a scaled call takes both, of one "
+                                   f"recipe ({forms()})", rule=Rule.SCALES_PAIR)
     if rule.input.itemsize != 1:
-        raise InvalidArgumentError(f"{op}: scale_a/scale_b given for {rule.input} inputs; scales are for fp8 and "
-                                   "int8 inputs (16-bit inputs are not quantized)", rule=Rule.SCALES_UNEXPECTED)
+        raise InvalidArgumentError(f"{op}: scale_a/scale_b given for {rule.input} inputs; expected scale_a=None and "
+                                   "scale_b=None: scales are for fp8 and int8 inputs (16-bit inputs are not "
+                                   "quantized)", rule=Rule.SCALES_UNEXPECTED)
     return True
 
 
 def list_scales(op, rule: DtypeRule, device, shapes, scale_a, scale_b) -> str:
     """The recipe of a list-form call ("none" when unscaled)."""
-    if not _common(op, rule, scale_a, scale_b):
+    if not _common(op, rule, scale_a, scale_b, lambda: _forms(list_shapes(*shapes[0], 0), _recipes(rule))
+                   + (" for group 0, and so on per group" if len(shapes) > 1 else "") if shapes else "one per group"):
         return "none"
     for name, scales in (("scale_a", scale_a), ("scale_b", scale_b)):
         if isinstance(scales, (list, tuple)) and not scales:  # the native validator's rule, with the count
@@ -176,7 +179,8 @@ def list_scales(op, rule: DtypeRule, device, shapes, scale_a, scale_b) -> str:
                                        "tensor per group", rule=Rule.LIST_EMPTY)
         check_sequence(op, name, scales, "float32 scale tensors")
         if len(scales) != len(shapes):
-            raise InvalidArgumentError(f"{op}: {name} has {len(scales)} entries but there are {len(shapes)} groups",
+            raise InvalidArgumentError(f"{op}: {name} has {len(scales)} entries but there are {len(shapes)} groups; "
+                                       f"expected a list of {len(shapes)} float32 tensors, one per group",
                                        rule=Rule.LIST_LENGTH)
     first = None
     for g, ((m, n, k), sa, sb) in enumerate(zip(shapes, scale_a, scale_b)):
@@ -196,9 +200,9 @@ def list_scales(op, rule: DtypeRule, device, shapes, scale_a, scale_b) -> str:
 
 def packed_scales(op, rule: DtypeRule, device, rows: int, groups: int, n: int, k: int, scale_a, scale_b) -> str:
     """The recipe of a packed call ("none" when unscaled)."""
-    if not _common(op, rule, scale_a, scale_b):
-        return "none"
     expected_by_recipe = packed_shapes(rows, groups, n, k)
+    if not _common(op, rule, scale_a, scale_b, lambda: _forms(expected_by_recipe, _recipes(rule))):
+        return "none"
     check_scale_tensor(op, None, "scale_a", scale_a, device, _wanted(expected_by_recipe, _recipes(rule), 0))
     check_scale_tensor(op, None, "scale_b", scale_b, device, _wanted(expected_by_recipe, _recipes(rule), 1))
     recipe = _check_recipe(

@@ -138,3 +138,30 @@ def test_a_compiled_out_call_without_outputs_is_refused():
     a, b, _ = _inputs()
     with pytest.raises(ckgemm.InvalidTypeError, match="c_list must be a list or tuple"):
         torch.compile(lambda x, y: ckgemm.grouped_gemm_out(x, y, None))([a[:10]], [b[0]])
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_compiled_call_refuses_outputs_aliasing_inputs_and_mixed_devices(backend):
+    """The functionalized graph hands an _out op a copy of its output, so the op alone would compute an output
+    that aliases an input and copy it back over the input; a meta tensor among CPU ones reaches only the fake
+    kernel. Both are refused while tracing with the eager validator's message, and nothing is written."""
+    torch._dynamo.reset()
+    a, b, sizes = _inputs()
+    a_before = a.clone()
+    packed = torch.compile(lambda x, y, s, o: ckgemm.grouped_gemm_packed(x, y, s, out=o), backend=backend)
+    with pytest.raises(Exception, match="grouped_gemm_packed: out overlaps a in memory"):
+        packed(a, b, sizes, a[:, :48])
+    w = a[:10].clone()
+    w_before = w.clone()
+    listed = torch.compile(lambda x, y, c: ckgemm.grouped_gemm_out(x, y, c), backend=backend)
+    with pytest.raises(Exception, match=r"grouped_gemm_out: output c\[0\] overlaps a\[0\] in memory"):
+        listed([w], [b[0]], [w[:, :48]])
+    assert torch.equal(a, a_before) and torch.equal(w, w_before)
+    meta_b = [b[0], torch.empty_like(b[1], device="meta")]
+    with pytest.raises(Exception, match=r"b\[1\] .*is on meta, but a\[1\] is on cpu"):
+        torch.compile(lambda x, y: ckgemm.grouped_gemm(x, y), backend=backend)([a[:10], a[10:]], meta_b)
+    with pytest.raises(ckgemm.InvalidArgumentError, match=r"is on meta"):  # the op called directly
+        torch.ops.ckgemm.grouped_gemm([a[:10], a[10:]], meta_b, "RC", None, [], [], 0, None)
+    out = torch.empty(a.shape[0], 48, dtype=a.dtype)  # a valid call still compiles and computes
+    packed(a, b, sizes, out)
+    assert torch.equal(out, ckgemm.grouped_gemm_packed(a, b, sizes))

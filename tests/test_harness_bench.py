@@ -70,7 +70,7 @@ def test_rotating_copies_exceed_the_budget_and_keep_strides():
 
 def test_paired_ab_interleaves_and_takes_the_ratio_of_medians():
     order = []
-    fast, slow = _sleeper(1.0), _sleeper(3.0)
+    fast, slow = _sleeper(4.0), _sleeper(12.0)  # ms long enough that preemption on a busy runner stays noise
     res = paired_ab(lambda: (order.append("A"), fast()), lambda: (order.append("B"), slow()), rounds=4, iters=3,
                     warmup=0, device="cpu")
     blocks = [order[i] for i in range(0, len(order), 3)]
@@ -161,6 +161,9 @@ def test_breakdown_on_the_cpu_says_it_has_no_device_kernels():
     assert not b.on_gpu and b.kernels == {} and "no device kernels" in str(b)
     with pytest.raises(ValueError, match="iters must be >= 1"):
         breakdown(lambda: None, iters=0)
+    if not torch.cuda.is_available():  # a GPU asked for and absent is an error, as in bench, not a CPU profile
+        with pytest.raises(ValueError, match="sees no GPU"):
+            breakdown(lambda: None, device="cuda")
 
 
 def test_bench_can_attach_the_eager_breakdown():

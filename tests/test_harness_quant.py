@@ -154,6 +154,41 @@ def test_int8_symmetric_round_trip(per):
         quant.cast_to_int8(x, "column")
 
 
+def _deepgemm_token_cast(x):
+    """DeepGEMM's per_token_cast_to_fp8 arithmetic, restated: amax of 1x128 blocks (floored at 1e-4) / 448,
+    codes ``x * (1 / sf)``."""
+    m, n = x.shape
+    pad = torch.zeros((m, -(-n // 128) * 128), dtype=x.dtype)
+    pad[:, :n] = x
+    view = pad.view(m, -1, 128)
+    sf = view.abs().float().amax(dim=2).clamp(1e-4) / 448.0
+    return (view * (1.0 / sf.unsqueeze(2))).to(torch.float8_e4m3fn).view(m, -1)[:, :n], sf
+
+
+def _deepgemm_block_cast(x):
+    """DeepGEMM's per_block_cast_to_fp8 arithmetic, restated (128x128 blocks)."""
+    m, n = x.shape
+    pad = torch.zeros((-(-m // 128) * 128, -(-n // 128) * 128), dtype=x.dtype)
+    pad[:m, :n] = x
+    view = pad.view(-1, 128, pad.size(1) // 128, 128)
+    sf = view.abs().float().amax(dim=(1, 3), keepdim=True).clamp(1e-4) / 448.0
+    codes = (view * (1.0 / sf)).to(torch.float8_e4m3fn).view_as(pad)[:m, :n]
+    return codes, sf.view(view.size(0), view.size(2))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32], ids=["bf16", "fp16", "fp32"])
+def test_casts_give_deepgemms_codes_bit_for_bit(dtype):
+    # x / s and x * (1 / s) round differently near a code's midpoint (bf16 0.80859375 in a block of amax
+    # 2.15625: 160 against DeepGEMM's 176), so the casts must use DeepGEMM's arithmetic to match it.
+    x = (_wide_range((300, 520), f"deepgemm-codes-{dtype}")).to(dtype)
+    for ours, theirs in ((quant.per_token_cast_to_fp8, _deepgemm_token_cast),
+                         (quant.per_block_cast_to_fp8, _deepgemm_block_cast)):
+        codes, scale = ours(x)
+        ref_codes, ref_scale = theirs(x)
+        assert torch.equal(scale, ref_scale)
+        assert torch.equal(codes.view(torch.uint8), ref_codes.contiguous().view(torch.uint8))
+
+
 def test_quantized_unpacks_like_deepgemm_and_checks_input():
     x = _wide_range((4, 128), "unpack")
     q = quant.per_token_cast_to_fp8(x)

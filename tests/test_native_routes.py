@@ -247,3 +247,22 @@ def test_a_dtype_filtered_build_numbers_its_instances_as_the_runner_does(tmp_pat
             assert tuple(fields[:4]) == kind and "x".join(str(v) for v in fields[4:7]) == row["tile"], (chosen, i, row)
             assert row["tile"] in so.probe_instance_name(i).decode(), (chosen, i, row)
 
+
+
+def test_every_route_flag_is_named_in_the_dispatch_record():
+    """Each flag bit of a route code shows in the path text, so last_dispatch() hides nothing the runner did."""
+    names = ["coop_128x256x64_c1x2"]
+    kernel = routes.KIND_KERNEL
+
+    def code(flags):
+        return kernel | (0 << 4) | (flags << 16)
+
+    assert routes.path("cutlass", code(0), names) == "cutlass:coop_128x256x64_c1x2"
+    assert routes.path("cutlass", code(routes.FLAG_EXPAND_SCALES), names).endswith("+expand-scales")
+    assert routes.path("cutlass", code(routes.FLAG_STAGE_C), names).endswith("+staged")
+    assert routes.path("cutlass", code(routes.FLAG_REPACK_A), names).endswith("+repack")
+    assert routes.path("cutlass", code(routes.FLAG_TRANSPOSE_B), names).endswith("+transpose")
+    every = routes.path("cutlass", code(0x1F), names)
+    assert all(tag in every for tag in ("+transpose", "+repack", "+staged", "+expand-scales")), every
+    assert routes.path("cutlass", routes.KIND_ZERO_K, names) == "zero-k"
+    assert routes.path("cutlass", routes.KIND_EMPTY, names) == "skip:empty"

@@ -110,6 +110,30 @@ def test_packed_k_zero_gives_zeros(device):
     assert torch.equal(out.float(), torch.zeros(9, 40, device=device))
 
 
+@pytest.mark.parametrize("device", _devices())
+@pytest.mark.parametrize("recipe,kind", [("tensor", "fp8"), ("row", "fp8"), ("row", "int8")])
+def test_k_zero_gives_zeros_whatever_the_scales(device, recipe, kind):
+    """K = 0 means no products: exact zeros even where a scale is inf or NaN (0 * inf is NaN if computed),
+    on every form, as the native backends write them without reading the scales."""
+    dtype = _dtype_for(kind, device)
+    gen = generator(f"scaled-k0-nonfinite-{recipe}-{kind}")
+    bad = torch.tensor(float("inf")), torch.tensor(float("nan"))
+    a = [rand_tensor((3, 0), dtype, gen).to(device)]
+    b = [rand_tensor((4, 0), dtype, gen).to(device)]
+    shape_a, shape_b = ((), ()) if recipe == "tensor" else ((3,), (4,))
+    sa = [bad[0].expand(shape_a).contiguous().to(device)]
+    sb = [bad[1].expand(shape_b).contiguous().to(device)]
+    zeros = torch.zeros(3, 4, device=device)
+    assert torch.equal(ckgemm.grouped_gemm(a, b, scale_a=sa, scale_b=sb)[0].float(), zeros)
+    out = [poison((3, 4), torch.bfloat16, device)]
+    ckgemm.grouped_gemm_out(a, b, out, scale_a=sa, scale_b=sb)
+    assert torch.equal(out[0].float(), zeros)
+    packed_sb = sb[0].reshape((1,) + shape_b)
+    got = ckgemm.grouped_gemm_packed(a[0], b[0].unsqueeze(0), torch.tensor([3], device=device),
+                                     scale_a=sa[0], scale_b=packed_sb)
+    assert torch.equal(got.float(), zeros)
+
+
 def test_harness_casts_feed_the_op_and_the_reference_unchanged():
     """DESIGN.md: a, sa = per_token_cast_to_fp8(x); b, sb = per_block_cast_to_fp8(w) go to the op and to the
     harness reference as they are; the reference gets the same quantization as the op."""

@@ -146,6 +146,15 @@ def test_catalogue_on_the_reference(case):
     assert passed, detail
 
 
+def test_every_rejected_input_is_a_value_error():
+    """`except ValueError` catches every bad input (dtype errors are TypeErrors as well), as users of
+    torch.testing-style harnesses and DeepGEMM's asserts write their guards."""
+    for case in CATALOGUE:
+        with pytest.raises(ValueError):
+            bad_inputs.run(case, backend="torch")
+    assert issubclass(ckgemm.InvalidTypeError, TypeError) and issubclass(ckgemm.InvalidTypeError, ValueError)
+
+
 def test_catalogue_covers_every_rule_the_validator_has():
     """A rule with no catalogue case is a rule nobody checks on the native path."""
     exercised = {c.rule for c in CATALOGUE}

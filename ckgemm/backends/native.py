@@ -63,6 +63,12 @@ def _stage_table() -> tuple[int, ...]:
 LAYOUT_CODES = {None: 0, "RC": 0, "RR": 1}  # anything else: -1, which the native validator rejects
 
 
+def _layout_code(layout) -> int:
+    """The ABI's layout code; -1 (refused by the native validator, then explained by validate.py) for
+    anything else, unhashable values included."""
+    return LAYOUT_CODES.get(layout, -1) if isinstance(layout, str) or layout is None else -1
+
+
 class NativeBackend:
     native = True
 
@@ -105,23 +111,23 @@ class NativeBackend:
     # ckgemm.ops hands every form to its own custom ops (_compile.py), which run this eager path inside.
     def grouped_gemm(self, a_list, b_list, scale_a, scale_b, layout, out_dtype):
         sa, sb, given = _scale_lists(scale_a, scale_b)
-        code = LAYOUT_CODES.get(layout, -1)
+        code = _layout_code(layout)
         outs = _C.eager_gemm_list(a_list, b_list, sa, sb, given, code, out_dtype)
         return outs if outs is not None else self.ops[0](a_list, b_list, sa, sb, given, code, out_dtype)
 
     def grouped_gemm_out(self, a_list, b_list, c_list, scale_a, scale_b, layout, out_dtype):
         sa, sb, given = _scale_lists(scale_a, scale_b)
-        code = LAYOUT_CODES.get(layout, -1)
+        code = _layout_code(layout)
         if not _C.eager_gemm_list_out(a_list, b_list, c_list, sa, sb, given, code, out_dtype):
             self.ops[1](a_list, b_list, c_list, sa, sb, given, code, out_dtype)
 
     def grouped_gemm_packed(self, a, b, group_sizes, scale_a, scale_b, layout, out_dtype):
-        code = LAYOUT_CODES.get(layout, -1)
+        code = _layout_code(layout)
         out = _C.eager_gemm_packed(a, b, group_sizes, scale_a, scale_b, code, out_dtype)
         return out if out is not None else self.ops[2](a, b, group_sizes, scale_a, scale_b, code, out_dtype)
 
     def grouped_gemm_packed_out(self, a, b, group_sizes, out, scale_a, scale_b, layout, out_dtype):
-        code = LAYOUT_CODES.get(layout, -1)
+        code = _layout_code(layout)
         if not _C.eager_gemm_packed_out(a, b, group_sizes, out, scale_a, scale_b, code, out_dtype):
             self.ops[3](a, b, group_sizes, out, scale_a, scale_b, code, out_dtype)
 

@@ -58,6 +58,8 @@ def scaled_matmul(a, b, layout: str, rule: DtypeRule, recipe: str, sa: torch.Ten
     """One scaled group. ``sa``/``sb`` per the recipe: tensor [] / []; row [M] / [N]; block
     [M, ceil(K/128)] / [ceil(N/128), ceil(K/128)]."""
     bk = b.t() if layout == "RC" else b  # [K, N] view
+    if a.shape[1] == 0:  # K = 0: exact zeros whatever the scales (0 * inf would be NaN), as the native ops write
+        return torch.zeros((a.shape[0], bk.shape[1]), dtype=out_dtype, device=a.device)
     if recipe != "block":
         acc = _product(a, bk, rule)
         acc = (acc.to(torch.int32) if rule.exact else acc).to(torch.float32)  # the int32 accumulator, then fp32

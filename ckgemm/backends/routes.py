@@ -33,7 +33,8 @@ def flags(route: int) -> int:
 
 
 def path(backend: str, route: int, names) -> str:
-    """'skip:empty', 'zero-k', or '<backend>:<instance name>' with '+repack', '+transpose', '+staged'."""
+    """'skip:empty', 'zero-k', or '<backend>:<instance name>' with '+transpose', '+repack', '+staged' and
+    '+expand-scales', one per flag of the route code."""
     k = kind(route)
     if k == KIND_EMPTY:
         return "skip:empty"
@@ -47,6 +48,8 @@ def path(backend: str, route: int, names) -> str:
         text += "+repack"
     if f & FLAG_STAGE_C:
         text += "+staged"
+    if f & FLAG_EXPAND_SCALES:
+        text += "+expand-scales"
     return text
 
 

@@ -58,6 +58,9 @@ def breakdown(fn, *, iters: int = 20, warmup: int = 3, device=None) -> Breakdown
     """Profile ``fn`` (no arguments) ``iters`` times; see the module docstring."""
     if iters < 1:
         raise ValueError("breakdown: iters must be >= 1")
+    if device is not None and torch.device(device).type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"breakdown: device {device} asked for, but torch sees no GPU here "
+                         "(torch.cuda.is_available() is False); leave device unset to profile on the CPU")
     gpu = torch.cuda.is_available() and (device is None or torch.device(device).type == "cuda")
     sync = torch.cuda.synchronize if gpu else (lambda: None)
     for _ in range(warmup):

@@ -21,7 +21,8 @@ do not track gradients (their outputs never require grad). Scales are ``amax / m
 ``amax_floor``); with ``ue8m0=True`` they are rounded up to a power of two (UE8M0, as MX formats and
 SM100 kernels store them; ``ue8m0_bytes`` gives the exponent bytes). Both e4m3 flavours are supported:
 ``float8_e4m3fn`` (max 448) and ``float8_e4m3fnuz`` (max 240, gfx942); the max comes from ckgemm's dtype table.
-Values are clamped to the format's range and rounded to nearest even. ``dequant`` is ``code * scale``,
+Codes are ``x * (1 / scale)`` in fp32 (DeepGEMM's arithmetic, so bf16/fp16/fp32 inputs give its codes bit
+for bit), clamped to the format's range and rounded to nearest even. ``dequant`` is ``code * scale``,
 exact in float64 (and in float32 whenever the scales are powers of two).
 FP4 is e2m1 (values 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives), two codes per byte, low nibble first.
 """
@@ -157,10 +158,12 @@ def _scales(x: torch.Tensor, block, qmax: float, ue8m0: bool, amax_floor: float,
     return ceil_to_ue8m0(scale) if ue8m0 else scale
 
 
-def _divide(x: torch.Tensor, scale: torch.Tensor, block, shape) -> torch.Tensor:
-    """x / scale per element; a zero scale (an all-zero block with amax_floor=0) gives zero codes, not NaN."""
+def _scaled_values(x: torch.Tensor, scale: torch.Tensor, block, shape) -> torch.Tensor:
+    """x times 1/scale per element in fp32, as DeepGEMM's casts compute it (``x * (1.0 / sf)``), so the codes
+    match theirs bit for bit (``x / scale`` rounds differently near a code's midpoint); a zero scale (an
+    all-zero block with amax_floor=0) gives zero codes, not NaN."""
     full = expand_scale(scale, block, shape)
-    return torch.where(full == 0, torch.zeros_like(x), x / full)
+    return torch.where(full == 0, torch.zeros_like(x), x * (1.0 / full))
 
 
 def _check_2d(x: torch.Tensor, what: str) -> None:
@@ -196,7 +199,7 @@ def cast_to_fp8(x: torch.Tensor, block: tuple[int | None, int | None], *, dtype=
     xf = x.float()
     blk = _block_sizes(xf.shape, block)
     scale = _scales(xf, blk, qmax, ue8m0, amax_floor, (block[0] is None, block[1] is None))
-    codes = _divide(xf, scale, blk, xf.shape).clamp(-qmax, qmax).to(dtype)
+    codes = _scaled_values(xf, scale, blk, xf.shape).clamp(-qmax, qmax).to(dtype)
     scale, squeezed = _squeeze(scale, block)
     return Quantized(codes, scale, blk, str(dtype).replace("torch.", ""), tuple(x.shape), squeezed)
 
@@ -290,7 +293,7 @@ def cast_to_int8(x: torch.Tensor, per: str = "row", *, amax_floor: float = DEFAU
     block = (1, None) if per == "row" else (None, None)
     blk = _block_sizes(xf.shape, block)
     scale = _scales(xf, blk, INT8_MAX, False, amax_floor, (block[0] is None, block[1] is None))
-    codes = torch.round(_divide(xf, scale, blk, xf.shape)).clamp(-INT8_MAX, INT8_MAX).to(torch.int8)
+    codes = torch.round(_scaled_values(xf, scale, blk, xf.shape)).clamp(-INT8_MAX, INT8_MAX).to(torch.int8)
     scale, squeezed = _squeeze(scale, block)
     return Quantized(codes, scale, blk, "int8", tuple(x.shape), squeezed)
 
@@ -317,7 +320,7 @@ def cast_to_fp4(x: torch.Tensor, gran: int = 32, *, ue8m0: bool = False,
     xf = x.float()
     blk = _block_sizes(xf.shape, (1, gran))
     scale = _scales(xf, blk, FP4_MAX, ue8m0, amax_floor)
-    codes = _fp4_codes(_divide(xf, scale, blk, xf.shape).clamp(-FP4_MAX, FP4_MAX))
+    codes = _fp4_codes(_scaled_values(xf, scale, blk, xf.shape).clamp(-FP4_MAX, FP4_MAX))
     if codes.shape[-1] % 2:
         codes = torch.nn.functional.pad(codes, (0, 1))
     packed = codes[..., 0::2] | (codes[..., 1::2] << 4)

@@ -34,8 +34,9 @@ class PeerTime:
     column: str  # "loop" or "grouped"
     name: str  # e.g. "matmul loop", "_scaled_grouped_mm"
     ms: float | None = None  # None: not available here
-    speedup: float | None = None  # peer time / ckgemm time (above 1: ckgemm is faster)
+    speedup: float | None = None  # peer time / ckgemm time in the same paired rounds (above 1: ckgemm is faster)
     reason: str = ""
+    ours_ms: float | None = None  # ckgemm's median in those rounds: the time the speedup divides
 
 
 @dataclass
@@ -69,7 +70,7 @@ def time_run(p, case, recipe: str, warmup: int, repeat: int, device, aiter: bool
             timed.peers.append(PeerTime(column, peer.name, reason=peer.reason))
             continue
         pair = paired_ab(p.call, peer.fn, rounds=2, iters=max(repeat // 2, 1), warmup=min(warmup, 2), device=device)
-        timed.peers.append(PeerTime(column, peer.name, pair.b.median_ms, pair.speedup))
+        timed.peers.append(PeerTime(column, peer.name, pair.b.median_ms, pair.speedup, ours_ms=pair.a.median_ms))
     return timed
 
 
@@ -86,7 +87,9 @@ def perf_line(label: str, case, kernel: str, timed: Timed, ceilings, dtype_name:
         if pt.ms is None:
             parts.append(f"{pt.name}: n/a ({pt.reason})")
         else:
-            parts.append(f"{pt.name}: {_rate(case.flops, pt.ms, ceilings, dtype_name)}, ckgemm {pt.speedup:.2f}x")
+            # the ratio comes from the paired rounds, so print ckgemm's time in those rounds beside it
+            parts.append(f"{pt.name}: {_rate(case.flops, pt.ms, ceilings, dtype_name)}, ckgemm {pt.speedup:.2f}x "
+                         f"(ckgemm {pt.ours_ms:.4g} ms in the same rounds)")
     if ceilings is None:
         parts.append("MFU n/a: no datasheet peak for this device")
     return " | ".join(parts)

@@ -93,6 +93,8 @@ def smoke_items() -> list[Item]:
     cases += shapes.edge_cases(n=72, k=136, tile_m=64, granularity=128)
     items = [Item(c, "list", perf=(i == 0)) for i, c in enumerate(cases)]
     moe = [shapes.moe_split(96, 6, 64, 96, seed=s + 2 + i, dist=d) for i, d in enumerate(MOE_DISTS)]
+    # K 320: several 128-deep scale blocks with a partial last one, in the packed form too
+    moe.append(shapes.moe_split(80, 4, 72, 320, seed=s + 2 + len(MOE_DISTS), dist=MOE_DISTS[0]))
     items += [Item(c, "packed", perf=(i == 0)) for i, c in enumerate(moe)]
     return items
 
