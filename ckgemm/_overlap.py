@@ -97,6 +97,8 @@ def _overlap_scan(x: Rows, y: Rows) -> bool:
     # Different strides: walk the rows of the shorter view, find candidate rows of the other.
     if x.count > y.count:
         x, y = y, x
+    if x.space:  # fake tensors (a compiled op's fake kernel): plain ints, no tensor ops on fake values
+        return _overlap_scan_ints(Rows(*x[:1], *(int(v) for v in x[1:])), Rows(*y[:1], *(int(v) for v in y[1:])))
     r = torch.arange(x.count, dtype=torch.int64)
     lo = x.base + r * x.stride
     hi = lo + x.width
@@ -105,6 +107,20 @@ def _overlap_scan(x: Rows, y: Rows) -> bool:
     r_lo = torch.div(lo - y.width - y.base, y.stride, rounding_mode="floor") + 1
     r_hi = -torch.div(-(hi - y.base), y.stride, rounding_mode="floor") - 1
     return bool((torch.clamp(r_lo, min=0) <= torch.clamp(r_hi, max=y.count - 1)).any())
+
+
+def _overlap_scan_ints(x: Rows, y: Rows) -> bool:
+    """``_overlap_scan`` row by row in Python (x the shorter view)."""
+    for r in range(x.count):
+        lo = x.base + r * x.stride
+        hi = lo + x.width
+        if y.count == 1 or y.stride == 0:
+            if lo < y.base + y.width and hi > y.base:
+                return True
+            continue
+        if max((lo - y.width - y.base) // y.stride + 1, 0) <= min(-(-(hi - y.base) // y.stride) - 1, y.count - 1):
+            return True
+    return False
 
 
 def first_overlap(outputs: list[Rows | None], inputs: list[Rows | None]) -> tuple[str, str] | None:

@@ -159,8 +159,10 @@ def _common(op, rule: DtypeRule, scale_a, scale_b, forms) -> bool:
         return False
     if scale_a is None or scale_b is None:
         given, missing = ("scale_a", "scale_b") if scale_b is None else ("scale_b", "scale_a")
-        raise InvalidArgumentError(f"{op}: {given} is given but {missing} is not; a scaled call takes both, of one "
-                                   f"recipe ({forms()})", rule=Rule.SCALES_PAIR)
+        wanted = (f"of one recipe ({forms()})" if rule.input.itemsize == 1 else
+                  f"and only for fp8 and int8 inputs ({rule.input} inputs take none)")
+        raise InvalidArgumentError(f"{op}: {given} is given but {missing} is not; a scaled call takes both, {wanted}",
+                                   rule=Rule.SCALES_PAIR)
     if rule.input.itemsize != 1:
         raise InvalidArgumentError(f"{op}: scale_a/scale_b given for {rule.input} inputs; expected scale_a=None and "
                                    "scale_b=None: scales are for fp8 and int8 inputs (16-bit inputs are not "
@@ -200,9 +202,9 @@ def list_scales(op, rule: DtypeRule, device, shapes, scale_a, scale_b) -> str:
 
 def packed_scales(op, rule: DtypeRule, device, rows: int, groups: int, n: int, k: int, scale_a, scale_b) -> str:
     """The recipe of a packed call ("none" when unscaled)."""
-    expected_by_recipe = packed_shapes(rows, groups, n, k)
-    if not _common(op, rule, scale_a, scale_b, lambda: _forms(expected_by_recipe, _recipes(rule))):
+    if not _common(op, rule, scale_a, scale_b, lambda: _forms(packed_shapes(rows, groups, n, k), _recipes(rule))):
         return "none"
+    expected_by_recipe = packed_shapes(rows, groups, n, k)
     check_scale_tensor(op, None, "scale_a", scale_a, device, _wanted(expected_by_recipe, _recipes(rule), 0))
     check_scale_tensor(op, None, "scale_b", scale_b, device, _wanted(expected_by_recipe, _recipes(rule), 1))
     recipe = _check_recipe(

@@ -165,3 +165,23 @@ def test_a_compiled_call_refuses_outputs_aliasing_inputs_and_mixed_devices(backe
     out = torch.empty(a.shape[0], 48, dtype=a.dtype)  # a valid call still compiles and computes
     packed(a, b, sizes, out)
     assert torch.equal(out, ckgemm.grouped_gemm_packed(a, b, sizes))
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_the_compiled_alias_check_takes_views_of_different_row_strides(backend):
+    """Outputs sharing a buffer with different row strides (a 1-row block beside a column block) are valid and
+    compile; an output laid over b's rows with another stride is refused with the validator's message."""
+    torch._dynamo.reset()
+    a, b, sizes = _inputs()
+    buf = torch.zeros(10, 96, dtype=a.dtype)
+    listed = torch.compile(lambda x, y, c: ckgemm.grouped_gemm_out(x, y, [c[5:6, :48], c[:, 48:]]), backend=backend,
+                           fullgraph=True)  # the views made inside the graph, as a model makes them
+    listed([a[:1], a[10:20]], [b[0], b[2]], buf)
+    want = ckgemm.grouped_gemm([a[:1], a[10:20]], [b[0], b[2]])
+    assert torch.equal(buf[5:6, :48], want[0]) and torch.equal(buf[:, 48:], want[1])
+    b_before = b.clone()
+    packed = torch.compile(lambda x, y, s: ckgemm.grouped_gemm_packed(x, y, s, out=y.view(-1)[:30 * 48].view(30, 48)),
+                           backend=backend)  # rows of 48 laid over b's rows of 64
+    with pytest.raises(Exception, match="grouped_gemm_packed: out overlaps b in memory"):
+        packed(a, b, sizes)
+    assert torch.equal(b, b_before)
