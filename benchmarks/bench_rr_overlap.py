@@ -2,7 +2,8 @@
 """Would 8-bit RR per call gain from overlapping the transpose with the GEMM? A measurement built from the public
 op, not a feature: the groups are split into chunks, the first chunk's B is transposed on the current stream,
 the others' on a side stream while the GEMM of the chunks before them runs (each chunk a packed call on its
-transposed weights), against the op's own per-call RR (transpose all, then one GEMM) and RC on the same data.
+transposed weights; ``--gemm-sms`` caps those GEMMs' SMs with ckgemm.set_num_sms so the transpose has some),
+against the op's own per-call RR (transpose all, then one GEMM) and RC on the same data.
 Outputs are checked bit-identical to RC's before timing. Graph replay (the two streams fork and join inside the
 graph) and end to end.
 
@@ -23,8 +24,9 @@ from ckgemm.testing.data import random_tensor
 CASES = {"DeepSeek-V3 prefill": (32, 32768, 4096, 7168), "Mixtral prefill": (8, 32768, 14336, 4096)}
 
 
-def chunked_rr(a, b_kn, sizes: list[int], gs, chunks: int, side: torch.cuda.Stream):
-    """The per-call RR with chunk i+1's transpose under chunk i's GEMM; returns the [rows, N] output."""
+def chunked_rr(a, b_kn, sizes: list[int], gs, chunks: int, side: torch.cuda.Stream, gemm_sms: int = 0):
+    """The per-call RR with chunk i+1's transpose under chunk i's GEMM, the GEMMs that have a transpose beside
+    them capped at ``gemm_sms`` SMs (0: all; ckgemm.set_num_sms); returns the [rows, N] output."""
     groups = b_kn.shape[0]
     bounds = [round(groups * i / chunks) for i in range(chunks + 1)]
     starts = [0]
@@ -48,7 +50,9 @@ def chunked_rr(a, b_kn, sizes: list[int], gs, chunks: int, side: torch.cuda.Stre
             main.wait_event(done[i - 1])
         g0, g1 = bounds[i], bounds[i + 1]
         r0, r1 = starts[g0], starts[g1]
+        ckgemm.set_num_sms(gemm_sms if i + 1 < chunks else 0)
         ckgemm.grouped_gemm_packed(a[r0:r1], parts[i], gs[g0:g1], out=out[r0:r1])
+    ckgemm.set_num_sms(0)
     main.wait_stream(side)
     return out
 
@@ -58,6 +62,8 @@ def main(argv=None) -> int:
     p.add_argument("--chunks", type=int, nargs="+", default=[2, 4, 8])
     p.add_argument("--dtypes", nargs="+", default=["fp8", "int8"])
     p.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
+    p.add_argument("--gemm-sms", type=int, nargs="+", default=[0],
+                   help="SM caps for the GEMMs that run beside a transpose (0: every SM)")
     p.add_argument("--iters", type=int, default=15)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
@@ -82,7 +88,9 @@ def main(argv=None) -> int:
             forms = {"RC": lambda: ckgemm.grouped_gemm_packed(a, b_nk, gs),
                      "RR per call (op)": lambda: ckgemm.grouped_gemm_packed(a, b_kn, gs, layout="RR")}
             for c in args.chunks:
-                forms[f"RR, {c} chunks overlapped"] = (lambda c=c: chunked_rr(a, b_kn, list(case.ms), gs, c, side))
+                for sms in args.gemm_sms:
+                    label = f"RR, {c} chunks overlapped" + (f", GEMM on {sms} SMs" if sms else "")
+                    forms[label] = (lambda c=c, sms=sms: chunked_rr(a, b_kn, list(case.ms), gs, c, side, sms))
             ref = forms["RC"]()
             for label, fn in forms.items():
                 got = fn()

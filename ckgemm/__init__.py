@@ -13,6 +13,7 @@ from .ops import (
     grouped_gemm_packed,
     last_dispatch,
 )
+from .backends.native import get_num_sms, set_num_sms
 from .prepack import PackedWeights, prepack
 
 __version__ = "0.1.0"
@@ -21,5 +22,5 @@ __all__ = [
     "DTYPE_TABLE", "BackendUnavailableError", "CkgemmError", "Dispatch", "InternalError", "InvalidArgumentError",
     "InvalidTypeError", "PackedWeights", "Rule", "available_backends", "backend_status", "ck_grouped_gemm", "ck_grouped_gemm_out",
     "device_family", "fp8_dtype_for", "grouped_gemm", "grouped_gemm_out", "grouped_gemm_packed",
-    "last_dispatch", "prepack", "rule_for",
+    "get_num_sms", "last_dispatch", "prepack", "rule_for", "set_num_sms",
 ]

@@ -104,6 +104,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("instance_names", &instance_names, "display names of the instances, by id");
   m.def("instances", &instances, "every instance of this build, with its kind, tile, cluster and stages");
   m.def("last_report", &last_report, "(op, dtype, layout, recipe, out, routes) of this thread's last native call");
+  m.def("set_num_sms", &ckgemm::set_num_sms, "cap the SMs a call's persistent kernels use (0: every SM)");
+  m.def("num_sms", &ckgemm::num_sms, "the cap set by set_num_sms (0: none)");
   ckgemm::register_eager(m);
 #ifdef CKGEMM_BUILD_INFO
   m.def("build_info", [] { return std::string(CKGEMM_BUILD_INFO); }, "this build's record (JSON; docs/SELFTEST.md)");

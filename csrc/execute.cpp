@@ -8,6 +8,7 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <string>
 
@@ -22,6 +23,7 @@ namespace ckgemm {
 namespace {
 
 thread_local LastReport g_last;
+std::atomic<int64_t> g_num_sms{0};
 
 [[noreturn]] void reject(const Verdict& v) {
   TORCH_CHECK(false, "[ckgemm-rejected rule=", static_cast<int>(v.rule), " group=", v.group,
@@ -273,6 +275,19 @@ at::Tensor transpose_b(const at::Tensor& b) {
                     static_cast<int32_t>(b.element_size())});
   work.flush_copies();
   return out;
+}
+
+void set_num_sms(int64_t n) {
+  TORCH_CHECK(n >= 0, "ckgemm.set_num_sms: n must be >= 0 (0: every SM), got ", n);
+  g_num_sms.store(n, std::memory_order_relaxed);
+}
+
+int64_t num_sms() { return g_num_sms.load(std::memory_order_relaxed); }
+
+int call_sms() {
+  const int device = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  const int64_t n = num_sms();
+  return n > 0 && n < device ? static_cast<int>(n) : device;
 }
 
 }  // namespace ckgemm

@@ -29,6 +29,14 @@ void gemm_packed_out(const at::Tensor& a, const at::Tensor& b, const at::Tensor&
 at::Tensor transpose_b(const at::Tensor& b);
 at::Tensor transpose_b_meta(const at::Tensor& b);
 
+// The SMs (CUs) a call's persistent kernels may use, as DeepGEMM's set_num_sms: 0 (default) every SM of the
+// device; n > 0 at most n (the grid and the tile scheduler take n), leaving the rest to concurrent work such
+// as a transpose or a collective on another stream. Process-wide, read at each call.
+void set_num_sms(int64_t n);
+int64_t num_sms();
+// The SMs of the current device a call uses: num_sms() when set and smaller, else the device's count.
+int call_sms();
+
 // What this thread's last native call ran: (op, dtype, layout, recipe, out type) codes and one route
 // code per group (common/route.h), for ckgemm.last_dispatch().
 struct LastReport {

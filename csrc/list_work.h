@@ -16,6 +16,7 @@
 #include "launch.h"
 #include "common/route.h"
 #include "common/validate.h"
+#include "execute.h"
 #include "torch_meta.h"
 
 namespace ckgemm {
@@ -27,7 +28,7 @@ struct ListGroups {
 // The temporaries and deferred work of one call.
 struct Work {
   void* stream = at::cuda::getCurrentCUDAStream().stream();
-  int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  int sms = call_sms();
   std::vector<at::Tensor> keep;  // alive until the call returns (stream-ordered reuse after that)
   std::vector<c10::DataPtr> raw;  // scratch, the same
   std::vector<CopyJob> jobs;

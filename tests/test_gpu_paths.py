@@ -185,3 +185,28 @@ def test_eager_entry_raises_the_validators_message():
         ckgemm.grouped_gemm(a, b)
     with pytest.raises(RuntimeError, match="ckgemm-rejected"):
         ckgemm.backends.native._C.eager_gemm_list(a, b, (), (), 0, 0, None)
+
+
+@pytest.mark.parametrize("sms", [2, 7, 64])
+def test_a_capped_sm_count_changes_speed_never_results(sms):
+    """ckgemm.set_num_sms(n) caps the persistent kernels' grid (CUTLASS's tile scheduler, ckgemm's own fp8
+    kernel): every form and path computes the same bits as with every SM, and 0 restores the default."""
+    gen = generator(f"gpu-num-sms-{sms}")
+    fp8 = ckgemm.fp8_dtype_for(DEVICE)
+    sizes, n, k = [300, 0, 513, 129], 384, 256
+    gs = torch.tensor(sizes, device=DEVICE)
+    cases = []
+    for dtype in (torch.bfloat16, fp8, torch.int8):  # fp8 packed takes the own kernel, the others CUTLASS
+        a = rand_tensor((sum(sizes), k), dtype, gen, DEVICE)
+        b = rand_tensor((len(sizes), n, k), dtype, gen, DEVICE)
+        cases.append((lambda a=a, b=b: ckgemm.grouped_gemm_packed(a, b, gs)))
+        cases.append((lambda a=a, b=b: torch.cat(ckgemm.grouped_gemm(list(a.split(sizes)), list(b)))))
+    want = [fn() for fn in cases]
+    try:
+        ckgemm.set_num_sms(sms)
+        assert ckgemm.get_num_sms() == sms
+        got = [fn() for fn in cases]
+    finally:
+        ckgemm.set_num_sms(0)
+    for w, g in zip(want, got):
+        assert torch.equal(w.view(torch.uint8), g.view(torch.uint8))

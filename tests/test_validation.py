@@ -289,3 +289,23 @@ def test_sparse_inputs_are_refused_by_name():
     a, b = _groups()
     _raises(InvalidArgumentError, r"group 0: a\[0\] .*layout torch.sparse_coo.*dense \(strided\) tensors",
             ckgemm.grouped_gemm, [a[0].to_sparse()], [b[0]])
+
+
+def test_set_num_sms_takes_a_non_negative_int():
+    """DeepGEMM's set_num_sms: an SM cap for the native kernels (0: every SM); the torch backend ignores it."""
+    try:
+        ckgemm.set_num_sms(16)
+        assert ckgemm.get_num_sms() == 16
+        a = [torch.randint(-9, 9, (5, 32), dtype=torch.int8)]
+        b = [torch.randint(-9, 9, (7, 32), dtype=torch.int8)]
+        assert torch.equal(ckgemm.grouped_gemm(a, b, backend="torch")[0], a[0].int() @ b[0].int().t())
+        with pytest.raises(ckgemm.InvalidArgumentError, match=">= 0"):
+            ckgemm.set_num_sms(-1)
+        with pytest.raises(ckgemm.InvalidTypeError, match="must be an int"):
+            ckgemm.set_num_sms(8.0)
+        with pytest.raises(ckgemm.InvalidTypeError):
+            ckgemm.set_num_sms(True)
+        assert ckgemm.get_num_sms() == 16  # a refused value changes nothing
+    finally:
+        ckgemm.set_num_sms(0)
+    assert ckgemm.get_num_sms() == 0

@@ -49,6 +49,31 @@ def device_reason(name: str, device: torch.device) -> str | None:
     return None
 
 
+_NUM_SMS = 0
+
+
+def set_num_sms(n: int) -> None:
+    """Cap the SMs (CUs) that ckgemm's persistent kernels use, as DeepGEMM's ``deep_gemm.set_num_sms``: ``n``
+    at most (the kernels' grid and tile scheduler take ``n``), so work on another stream (a transpose, a
+    collective) keeps the rest; 0 restores every SM of the device. Process-wide, read at each call, captured
+    into a CUDA graph at capture time. The ``torch`` backend ignores it."""
+    from ..errors import InvalidArgumentError, InvalidTypeError, Rule
+
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise InvalidTypeError(f"set_num_sms: n must be an int, got {type(n).__name__}", rule=Rule.NONE)
+    if n < 0:
+        raise InvalidArgumentError(f"set_num_sms: n must be >= 0 (0: every SM), got {n}", rule=Rule.NONE)
+    global _NUM_SMS
+    _NUM_SMS = n
+    if _C is not None:
+        _C.set_num_sms(n)
+
+
+def get_num_sms() -> int:
+    """The cap ``set_num_sms`` set (0: every SM)."""
+    return _NUM_SMS
+
+
 _STAGES: tuple[int, ...] | None = None
 
 
