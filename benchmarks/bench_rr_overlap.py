@@ -45,14 +45,16 @@ def chunked_rr(a, b_kn, sizes: list[int], gs, chunks: int, side: torch.cuda.Stre
             event = torch.cuda.Event()
             event.record(side)
             done.append(event)
-    for i in range(chunks):
-        if i:
-            main.wait_event(done[i - 1])
-        g0, g1 = bounds[i], bounds[i + 1]
-        r0, r1 = starts[g0], starts[g1]
-        ckgemm.set_num_sms(gemm_sms if i + 1 < chunks else 0)
-        ckgemm.grouped_gemm_packed(a[r0:r1], parts[i], gs[g0:g1], out=out[r0:r1])
-    ckgemm.set_num_sms(0)
+    try:
+        for i in range(chunks):
+            if i:
+                main.wait_event(done[i - 1])
+            g0, g1 = bounds[i], bounds[i + 1]
+            r0, r1 = starts[g0], starts[g1]
+            ckgemm.set_num_sms(gemm_sms if i + 1 < chunks else 0)
+            ckgemm.grouped_gemm_packed(a[r0:r1], parts[i], gs[g0:g1], out=out[r0:r1])
+    finally:
+        ckgemm.set_num_sms(0)
     main.wait_stream(side)
     return out
 

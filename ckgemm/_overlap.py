@@ -41,13 +41,12 @@ def rows_of(name: str, t: torch.Tensor) -> Rows | None:
         return None
     es = t.element_size()
     space = 0
-    if type(t) is torch.Tensor or not _storage_only(t):
+    try:
         base = t.data_ptr()
         if base == 0:
             return None
-    else:  # a fake or functional tensor: offsets inside its storage, which views of one base share
-        storage = t.untyped_storage()
-        space, base = storage._cdata, t.storage_offset() * es
+    except RuntimeError:  # a fake or functional tensor: offsets inside its storage, which views of one base share
+        space, base = t.untyped_storage()._cdata, t.storage_offset() * es
     stride = t.stride()
     if len(shape) == 0:  # a scalar (a tensor-recipe scale)
         return Rows(name, base, 1, 0, es, space)
@@ -63,15 +62,6 @@ def rows_of(name: str, t: torch.Tensor) -> Rows | None:
     else:
         (count, width), row_stride = shape, stride[0]
     return Rows(name, base, count, row_stride * es if count > 1 else 0, width * es, space)
-
-
-def _storage_only(t: torch.Tensor) -> bool:
-    """True for a tensor subclass with no data pointer (FakeTensor, FunctionalTensor)."""
-    try:
-        t.data_ptr()
-        return False
-    except RuntimeError:
-        return True
 
 
 def _rows_overlap(x: Rows, y: Rows) -> bool:
@@ -97,8 +87,11 @@ def _overlap_scan(x: Rows, y: Rows) -> bool:
     # Different strides: walk the rows of the shorter view, find candidate rows of the other.
     if x.count > y.count:
         x, y = y, x
-    if x.space:  # fake tensors (a compiled op's fake kernel): plain ints, no tensor ops on fake values
-        return _overlap_scan_ints(Rows(*x[:1], *(int(v) for v in x[1:])), Rows(*y[:1], *(int(v) for v in y[1:])))
+    if x.space:  # fake tensors (a compiled op's fake kernel): the same scan on concrete ints, outside fake mode
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+        with unset_fake_temporarily():
+            return _overlap_scan(_concrete(x), _concrete(y))
     r = torch.arange(x.count, dtype=torch.int64)
     lo = x.base + r * x.stride
     hi = lo + x.width
@@ -109,18 +102,9 @@ def _overlap_scan(x: Rows, y: Rows) -> bool:
     return bool((torch.clamp(r_lo, min=0) <= torch.clamp(r_hi, max=y.count - 1)).any())
 
 
-def _overlap_scan_ints(x: Rows, y: Rows) -> bool:
-    """``_overlap_scan`` row by row in Python (x the shorter view)."""
-    for r in range(x.count):
-        lo = x.base + r * x.stride
-        hi = lo + x.width
-        if y.count == 1 or y.stride == 0:
-            if lo < y.base + y.width and hi > y.base:
-                return True
-            continue
-        if max((lo - y.width - y.base) // y.stride + 1, 0) <= min(-(-(hi - y.base) // y.stride) - 1, y.count - 1):
-            return True
-    return False
+def _concrete(r: Rows) -> Rows:
+    """Rows with plain-int fields (SymInts under torch.compile specialise here) in address space 0."""
+    return Rows(r.name, int(r.base), int(r.count), int(r.stride), int(r.width))
 
 
 def first_overlap(outputs: list[Rows | None], inputs: list[Rows | None]) -> tuple[str, str] | None:

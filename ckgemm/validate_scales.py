@@ -172,8 +172,13 @@ def _common(op, rule: DtypeRule, scale_a, scale_b, forms) -> bool:
 
 def list_scales(op, rule: DtypeRule, device, shapes, scale_a, scale_b) -> str:
     """The recipe of a list-form call ("none" when unscaled)."""
-    if not _common(op, rule, scale_a, scale_b, lambda: _forms(list_shapes(*shapes[0], 0), _recipes(rule))
-                   + (" for group 0, and so on per group" if len(shapes) > 1 else "") if shapes else "one per group"):
+    def forms() -> str:  # the shapes group 0 takes, for the message of a half-given pair
+        if not shapes:
+            return "one per group"
+        return _forms(list_shapes(*shapes[0], 0), _recipes(rule)) + (" for group 0, and so on per group"
+                                                                     if len(shapes) > 1 else "")
+
+    if not _common(op, rule, scale_a, scale_b, forms):
         return "none"
     for name, scales in (("scale_a", scale_a), ("scale_b", scale_b)):
         if isinstance(scales, (list, tuple)) and not scales:  # the native validator's rule, with the count

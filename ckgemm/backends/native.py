@@ -49,7 +49,7 @@ def device_reason(name: str, device: torch.device) -> str | None:
     return None
 
 
-_NUM_SMS = 0
+_NUM_SMS = 0  # the cap where no extension is built (the torch backend ignores it); else the extension holds it
 
 
 def set_num_sms(n: int) -> None:
@@ -63,15 +63,16 @@ def set_num_sms(n: int) -> None:
         raise InvalidTypeError(f"set_num_sms: n must be an int, got {type(n).__name__}", rule=Rule.NONE)
     if n < 0:
         raise InvalidArgumentError(f"set_num_sms: n must be >= 0 (0: every SM), got {n}", rule=Rule.NONE)
-    global _NUM_SMS
-    _NUM_SMS = n
     if _C is not None:
         _C.set_num_sms(n)
+    else:
+        global _NUM_SMS
+        _NUM_SMS = n
 
 
 def get_num_sms() -> int:
     """The cap ``set_num_sms`` set (0: every SM)."""
-    return _NUM_SMS
+    return int(_C.num_sms()) if _C is not None else _NUM_SMS
 
 
 _STAGES: tuple[int, ...] | None = None

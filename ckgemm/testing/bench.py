@@ -195,9 +195,7 @@ def bench(fn, *, warmup: int = 5, iters: int = 30, rotate: list | None = None, f
     if iters < 1 or warmup < 0 or not 0 <= warmup_ms < math.inf:
         raise ValueError(f"bench: need iters >= 1, warmup >= 0 and warmup_ms >= 0, got {iters}, {warmup}, {warmup_ms}")
     device = torch.device(device) if device is not None else device_info.default_device()
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"bench: device {device} asked for, but torch sees no GPU here (torch.cuda.is_available() "
-                         "is False); leave device unset to time on the CPU")
+    device_info.check_requested("bench", device)
     arg_sets = list(rotate) if rotate else [()]
     calls = [(lambda a=a: fn(*a)) for a in arg_sets]
     gpu = device_info.is_gpu(device)

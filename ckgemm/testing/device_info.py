@@ -20,6 +20,14 @@ def default_device() -> torch.device:
     return torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
 
 
+def check_requested(what: str, device) -> None:
+    """Raise ValueError when ``device`` asks for a GPU that torch does not see (rather than timing or
+    profiling on the CPU instead)."""
+    if device is not None and torch.device(device).type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"{what}: device {device} asked for, but torch sees no GPU here (torch.cuda.is_available() "
+                         f"is False); leave device unset to run on the CPU")
+
+
 def device_name(device) -> str:
     device = torch.device(device)
     if is_gpu(device):

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from . import device_info
+
 
 @dataclass
 class Breakdown:
@@ -58,9 +60,7 @@ def breakdown(fn, *, iters: int = 20, warmup: int = 3, device=None) -> Breakdown
     """Profile ``fn`` (no arguments) ``iters`` times; see the module docstring."""
     if iters < 1:
         raise ValueError("breakdown: iters must be >= 1")
-    if device is not None and torch.device(device).type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"breakdown: device {device} asked for, but torch sees no GPU here "
-                         "(torch.cuda.is_available() is False); leave device unset to profile on the CPU")
+    device_info.check_requested("breakdown", device)
     gpu = torch.cuda.is_available() and (device is None or torch.device(device).type == "cuda")
     sync = torch.cuda.synchronize if gpu else (lambda: None)
     for _ in range(warmup):
