@@ -27,6 +27,15 @@ def check_no_grad(op, group, name, t) -> None:
              "wrap the call in torch.no_grad() or detach the inputs", Rule.REQUIRES_GRAD)
 
 
+def _transposed_hint(name: str, t) -> str:
+    """For weights given as a transposed view (torch._grouped_mm's ``w.transpose(-2, -1)``): the layout that
+    reads the tensor underneath as it is, with no copy."""
+    if not name.startswith("b") or t.dim() < 2 or t.stride(-2) != 1:
+        return ""
+    return (", or pass the tensor underneath (b.transpose(-2, -1), contiguous) with the other layout "
+            "(layout='RC' for [N, K] weights, 'RR' for [K, N]): no copy")
+
+
 def check_tensor(op, group, name, t, ndim: int) -> None:
     check_is_tensor(op, group, name, t)
     if t.layout != torch.strided:
@@ -36,8 +45,8 @@ def check_tensor(op, group, name, t, ndim: int) -> None:
     if len(shape) != ndim:
         fail(op, group, name, t, f"must be {ndim}-D, got {len(shape)}-D", Rule.NDIM)
     if ndim and shape[-1] > 1 and t.stride(-1) != 1 and 0 not in shape:
-        fail(op, group, name, t, "innermost stride must be 1 (row-major rows); call .contiguous() first",
-             Rule.INNER_STRIDE)
+        fail(op, group, name, t, "innermost stride must be 1 (row-major rows); call .contiguous() first"
+             + _transposed_hint(name, t), Rule.INNER_STRIDE)
     check_no_grad(op, group, name, t)
 
 

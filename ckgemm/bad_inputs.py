@@ -86,6 +86,8 @@ def list_cases(dev, gen) -> list[BadCase]:
     bf = [x.to(torch.bfloat16) for x in (a[2], b[2])]
     grad = a[0].float().requires_grad_().to(F16)
     overlapping = torch.full((200,), float("nan"), dtype=F16, device=dev).as_strided((8, 16), (4, 1))
+    with torch.inference_mode():  # written outside inference mode below: torch forbids that
+        inference = _poison((8, 16), F16, dev)
     g, go = "grouped_gemm", "grouped_gemm_out"
     cases = [
         BadCase("a_list not a list", g, (torch.stack(a), b), {}, Type, "a_list must be a list", Rule.NOT_A_LIST),
@@ -128,6 +130,8 @@ def list_cases(dev, gen) -> list[BadCase]:
                 r"output c\[\d\] overlaps c\[\d\]", Rule.OVERLAP, tuple(outs)),
         BadCase("outputs: overlapping rows", go, (a, b, _with(outs, 1, overlapping)), {}, Arg,
                 r"group 1: c\[1\].*rows overlap", Rule.ROWS_OVERLAP, tuple(outs)),
+        BadCase("outputs: an inference tensor", go, (a, b, _with(outs, 2, inference)), {}, Arg,
+                r"group 2: c\[2\].*inference tensor", Rule.INFERENCE_OUTPUT, tuple(outs) + (inference,)),
         BadCase("late K mismatch", go, (a, _with(b, 3, b[3][:, :16].contiguous()), outs), {}, Arg,
                 r"group 3: .*K mismatch", Rule.K_MISMATCH, tuple(outs)),
         BadCase("out_dtype of an unscaled call", g, (a, b), {"out_dtype": torch.float32}, Type,
@@ -149,6 +153,8 @@ def packed_cases(dev, gen) -> list[BadCase]:
     out = _poison((12, 16), F16, dev)
     sizes = torch.tensor([4, 4, 4], dtype=torch.int32)  # on the CPU: checked on the host, on every backend
     alias_src = _rand((12, 32), F16, gen, dev)
+    with torch.inference_mode():
+        inference = _poison((12, 16), F16, dev)
     p = "grouped_gemm_packed"
 
     def case(name, error, pattern, rule, a_=a, b_=b, sizes_=sizes, out_=out, **kwargs):
@@ -169,6 +175,8 @@ def packed_cases(dev, gen) -> list[BadCase]:
         case("packed: out shape", Arg, r"out \(shape \(12, 15\).*must have shape \(12, 16\)", Rule.OUT_SHAPE,
              out_=_poison((12, 15), F16, dev)),
         case("packed: out aliases a", Arg, "out overlaps a", Rule.OVERLAP, a_=alias_src, out_=alias_src[:, :16]),
+        case("packed: out an inference tensor", Arg, r"out \(shape.*inference tensor", Rule.INFERENCE_OUTPUT,
+             out_=inference),
         case("packed: no experts", Arg, "G=0 groups", Rule.GROUPS_ZERO, b_=b[:0], sizes_=sizes[:0],
              a_=a[:0], out_=out[:0]),
     ]

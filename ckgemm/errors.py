@@ -48,6 +48,7 @@ class Rule(enum.IntEnum):
     SCALE_RECIPE_DTYPE = 29  # a recipe the input dtype does not have (block scales for int8)
     PREPACKED = 30  # prepacked weights used against their own layout or scales
     TOO_LARGE = 31  # a dimension exceeds the native kernels' 32-bit sizes
+    INFERENCE_OUTPUT = 32  # an output made under torch.inference_mode(), written outside it
 
 
 class CkgemmError(Exception):

@@ -72,8 +72,9 @@ def last_dispatch() -> Dispatch | None:
 
 def _record(op, module, problem, paths) -> None:
     _LAST.native = None
-    _LAST.dispatch = Dispatch(op, module.NAME, problem.layout, problem.rule.name, tuple(paths), problem.recipe,
-                              str(problem.output).replace("torch.", ""))
+    paths = tuple(paths)
+    _LAST.dispatch = Dispatch(op, module.NAME, problem.layout, problem.rule.name, paths, problem.recipe,
+                              str(problem.output).replace("torch.", ""), (0,) * len(paths))
 
 
 def _explain(op: str, exc: Exception, validator) -> None:
@@ -116,7 +117,7 @@ def grouped_gemm(a_list, b_list, *, layout: str | None = None, backend: str | No
         _LAST.native = native
         return outs
     problem = validate.validate_list(op, a_list, b_list, layout, scale_a, scale_b, out_dtype)
-    module = backends.select(backend, problem.device)
+    module = backends.select(backend, problem.device, op)
     c_list = [torch.empty((m, n), dtype=problem.output, device=problem.device) for m, n, _ in problem.shapes]
     _record(op, module, problem, module.run_list(problem, a_list, b_list, c_list, scale_a, scale_b))
     return c_list
@@ -151,7 +152,7 @@ def grouped_gemm_out(a_list, b_list, c_list, *, layout: str | None = None, backe
         _LAST.native = native
         return list(c_list)
     problem = check()
-    module = backends.select(backend, problem.device)
+    module = backends.select(backend, problem.device, op)
     _record(op, module, problem, module.run_list(problem, a_list, b_list, c_list, scale_a, scale_b))
     return list(c_list)
 
@@ -183,7 +184,7 @@ def grouped_gemm_packed(a, b, group_sizes, *, layout: str | None = None, out: to
     if native is not None:
         return _native_packed(native, op, a, b, group_sizes, out, scale_a, scale_b, layout, out_dtype, check)
     problem = check()
-    module = backends.select(backend, problem.device)
+    module = backends.select(backend, problem.device, op)
     if getattr(module, "native", False):  # check_sizes=True: the sizes were read and checked on the host
         return _native_packed(module, op, a, b, group_sizes, out, scale_a, scale_b, layout, out_dtype, check)
     if out is None:

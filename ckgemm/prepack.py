@@ -22,7 +22,7 @@ import torch
 from . import backends
 from . import validate_scales
 from ._checks import check_is_tensor, check_sequence, check_tensor, fail
-from .errors import InvalidArgumentError, Rule
+from .errors import InvalidArgumentError, InvalidTypeError, Rule
 from .validate import check_dtype, check_layout
 
 
@@ -85,11 +85,13 @@ def prepack(b, *, layout: str | None = None, scales=None, backend: str | None = 
             check_tensor(op, g, f"b[{g}]", x, 2)
             check_dtype(op, g, f"b[{g}]", x)
             if x.dtype != b[0].dtype or x.device != b[0].device:
+                mixed = x.dtype != b[0].dtype  # a dtype rule: InvalidTypeError, as the ops raise it
                 fail(op, g, f"b[{g}]", x, f"every expert's weights share one dtype and device; b[0] is {b[0].dtype} "
-                     f"on {b[0].device}", Rule.DTYPE_MISMATCH if x.dtype != b[0].dtype else Rule.DEVICE)
+                     f"on {b[0].device}", Rule.DTYPE_MISMATCH if mixed else Rule.DEVICE,
+                     InvalidTypeError if mixed else InvalidArgumentError)
         device, dtype, items = b[0].device, b[0].dtype, tuple(b)
     _check_scales(op, b, layout, dtype, scales)
-    module = backends.select(backend, device)
+    module = backends.select(backend, device, op)
     transpose = bool(getattr(module, "native", False) and module.needs_transpose(dtype, layout))
     if not transpose:
         stored = b if items is None else items

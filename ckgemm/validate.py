@@ -151,6 +151,10 @@ def _check_output(op, group, name, c, shape, dtype: torch.dtype, device, unscale
     if _overlap.rows_self_overlap(c):
         fail(op, group, name, c, f"leading stride {c.stride(0)} is smaller than N={c.shape[1]}: rows overlap",
              Rule.ROWS_OVERLAP)
+    if c.is_inference() and not torch.is_inference_mode_enabled():
+        fail(op, group, name, c, "is an inference tensor (made under torch.inference_mode()), which torch lets "
+             "only code inside inference mode write: call under torch.inference_mode(), or pass a normal tensor "
+             "(e.g. c.clone())", Rule.INFERENCE_OUTPUT)
 
 
 def _output_dtype_of(op, out_dtype, first) -> torch.dtype:

@@ -233,9 +233,10 @@ def output_dtype(op, rule: DtypeRule, recipe: str, out_dtype, outputs_given: boo
                                rule=Rule.OUT_DTYPE)
     if recipe == "none":
         if out_dtype is not None and out_dtype != rule.output:
-            raise InvalidTypeError(
-                f"{op}: out_dtype={out_dtype}, but unscaled {rule.input} inputs give {rule.output} (the dtype "
-                "table); pass scale_a and scale_b for a scaled output", rule=Rule.OUT_DTYPE)
+            hint = ("; pass scale_a and scale_b for a scaled output" if rule.input.itemsize == 1 else
+                    "; 16-bit inputs have no other output (cast the result)")
+            raise InvalidTypeError(f"{op}: out_dtype={out_dtype}, but unscaled {rule.input} inputs give {rule.output} "
+                                   f"(the dtype table){hint}", rule=Rule.OUT_DTYPE)
         return rule.output
     if out_dtype is None:
         return None if outputs_given else DEFAULT_SCALED_OUTPUT

@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
+#include <c10/core/InferenceMode.h>
 
 #include "ckgemm.h"
 #include "common/tensor_meta.h"
@@ -62,6 +63,7 @@ inline TensorMeta meta_of(const at::Tensor& t, bool addresses = true) {
   m.device = DeviceId{d.is_cpu() ? 0 : d.is_cuda() ? 1 : 2, d.has_index() ? d.index() : -1};
   m.data = addresses && t.numel() > 0 && !t.is_meta() ? reinterpret_cast<uint64_t>(t.data_ptr()) : 0;
   m.requires_grad = t.requires_grad();
+  m.inference_locked = t.is_inference() && !c10::InferenceMode::is_enabled();
   return m;
 }
 

@@ -18,7 +18,8 @@ DTYPE_CODES = {torch.float16: 0, torch.bfloat16: 1, torch.float8_e4m3fn: 2, torc
 class Meta(ctypes.Structure):
     _fields_ = [("ndim", ctypes.c_int32), ("sizes", ctypes.c_int64 * 4), ("strides", ctypes.c_int64 * 4),
                 ("dtype", ctypes.c_int32), ("element_size", ctypes.c_int32), ("device_type", ctypes.c_int32),
-                ("device_index", ctypes.c_int32), ("data", ctypes.c_uint64), ("requires_grad", ctypes.c_bool)]
+                ("device_index", ctypes.c_int32), ("data", ctypes.c_uint64), ("requires_grad", ctypes.c_bool),
+                ("inference_locked", ctypes.c_bool)]
 
 
 class Desc(ctypes.Structure):

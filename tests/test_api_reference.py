@@ -233,7 +233,7 @@ def test_a_native_backend_runs_tensor_subclasses_once_with_or_without_check_size
     import ckgemm.backends as backends
 
     stub = _StubNative()
-    monkeypatch.setattr(backends, "select", lambda backend, device: stub)
+    monkeypatch.setattr(backends, "select", lambda backend, device, op=None: stub)
     gen = generator("stub-native")
     a, b = rand_tensor((30, 64), torch.bfloat16, gen), rand_tensor((3, 48, 64), torch.bfloat16, gen)
     sizes = torch.tensor([10, 0, 20])
@@ -242,3 +242,14 @@ def test_a_native_backend_runs_tensor_subclasses_once_with_or_without_check_size
         assert ckgemm.grouped_gemm_packed(param, b, sizes, check_sizes=check_sizes).shape == (30, 48)
     assert stub.calls == [torch.nn.Parameter, torch.nn.Parameter]
     assert str(ckgemm.last_dispatch()).startswith("grouped_gemm_packed[stub")
+
+
+def test_the_torch_backends_dispatch_record_has_one_stage_entry_per_group():
+    """``Dispatch.stages`` pairs with ``paths`` on every backend (0: no native kernel, as CK reports)."""
+    gen = generator("stages-per-group")
+    a = [rand_tensor((m, 32), torch.float16, gen) for m in (4, 0, 7)]
+    b = [rand_tensor((16, 32), torch.float16, gen) for _ in range(3)]
+    ckgemm.grouped_gemm(a, b, backend="torch")
+    d = ckgemm.last_dispatch()
+    assert d.paths == ("torch", "skip:empty", "torch") and d.stages == (0, 0, 0)
+    assert d.config_summary == "torch x2, skip:empty x1"

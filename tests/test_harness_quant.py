@@ -247,6 +247,11 @@ def test_casts_take_deepgemms_spelling(name):
         cast(x, ue8m0=True, use_ue8m0=False)
     with pytest.raises(ValueError, match="disagree"):
         cast(x, True, use_ue8m0=False)
+    # DeepGEMM's use_packed_ue8m0 keyword: False is its default; True (int32-packed exponents) is refused
+    packed_off = cast(x, True, gran_k=64, use_packed_ue8m0=False)
+    assert torch.equal(packed_off.scale, ours.scale)
+    with pytest.raises(ValueError, match="use_packed_ue8m0=True .*float32 scales"):
+        cast(x, True, use_packed_ue8m0=True)
 
 
 @pytest.mark.parametrize("cast,expected", [

@@ -40,6 +40,7 @@ def meta(t: torch.Tensor) -> Meta:
     m.device_index = t.device.index if t.device.index is not None else -1
     m.data = t.data_ptr() if t.numel() and t.device.type != "meta" else 0
     m.requires_grad = t.requires_grad
+    m.inference_locked = t.is_inference() and not torch.is_inference_mode_enabled()
     return m
 
 

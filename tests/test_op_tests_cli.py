@@ -45,13 +45,15 @@ def test_smoke_with_perf_writes_markdown(cli, tmp_path, capsys):
     assert "perf:" in capsys.readouterr().out
 
 
-def test_moe_runs_the_packed_form(cli, tmp_path):
+def test_moe_runs_the_packed_and_list_forms(cli, tmp_path):
     out = tmp_path / "moe.json"
     assert cli.main(["--moe", *SMALL, "--groups", "4", "--dtype", "int8", "--layout", "RR", "--no-perf",
                      "--json", str(out)]) == 0
     rows = json.loads(out.read_text())["rows"]
-    assert len(rows) == 4 and all(r["op"] == "grouped_gemm_packed" and r["passed"] for r in rows)
-    assert {r["config"].split()[1] for r in rows} == {"balanced", "zipf", "empty", "multinomial"}
+    assert len(rows) == 8 and all(r["passed"] for r in rows)
+    for op in ("grouped_gemm_packed", "grouped_gemm_list"):  # each split in both forms, unscaled as scaled
+        dists = {r["config"].split()[1] for r in rows if r["op"] == op}
+        assert dists == {"balanced", "zipf", "empty", "multinomial"}, op
 
 
 def test_wrong_results_fail(cli, monkeypatch, capsys):
@@ -155,7 +157,7 @@ def test_seed_command_lines_run_and_pass(cli, command, tmp_path, capsys):
     named = command[command.index("--dtype") + 1] if "--dtype" in command else "all"
     assert dtypes == ({"fp16", "bf16", "fp8", "int8"} if named == "all" else {named})
     if "--moe" in command:
-        assert {r["op"] for r in cases} == {"grouped_gemm_packed"}
+        assert {r["op"] for r in cases} == {"grouped_gemm_packed", "grouped_gemm_list"}  # both forms of each split
         groups = int(command[command.index("--groups") + 1]) if "--groups" in command else 4
         assert all(r["shape"].startswith(f"{groups}x") for r in cases)
     if "--layout" in command:  # bare: the layout-variant tests, both layouts in both forms

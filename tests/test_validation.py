@@ -127,9 +127,15 @@ def _packed(layout="RC", groups=3, rows=12, n=16, k=32, dtype=F16):
 
 def test_unknown_and_unavailable_backends():
     a, b = _groups()
-    _raises(InvalidArgumentError, "unknown backend 'nope'", ckgemm.grouped_gemm, a, b, backend="nope")
+    _raises(InvalidArgumentError, "^grouped_gemm: unknown backend 'nope'", ckgemm.grouped_gemm, a, b, backend="nope")
+    _raises(InvalidArgumentError, r"unknown backend 'TORCH' \(names are lower case\)", ckgemm.grouped_gemm, a, b,
+            backend="TORCH")
+    for bad in (3, ["torch"]):  # a wrong Python type is a TypeError, unhashable ones included
+        _raises(InvalidTypeError, "^grouped_gemm: backend must be a str", ckgemm.grouped_gemm, a, b, backend=bad)
+    _raises(InvalidTypeError, "^grouped_gemm_packed: backend must be a str", ckgemm.grouped_gemm_packed,
+            torch.cat(a), torch.stack(b), torch.tensor([x.shape[0] for x in a]), backend=3)
     for name in ("cutlass", "ck"):
-        with pytest.raises(ckgemm.BackendUnavailableError, match=f"backend '{name}' cannot run on cpu: "):
+        with pytest.raises(ckgemm.BackendUnavailableError, match=f"^grouped_gemm: backend '{name}' cannot run on cpu: "):
             ckgemm.grouped_gemm(a, b, backend=name)
     assert "torch" in ckgemm.available_backends()
     status = ckgemm.backend_status("cpu")
@@ -240,7 +246,7 @@ def test_prepack_checks_the_weights_and_stores_contiguous_scales():
     expanded = ckgemm.prepack(b, scales=list(torch.tensor(0.5).expand(3)))  # stride-0 views
     assert all(s.is_contiguous() for s in expanded.scale_b)
     _raises(InvalidTypeError, "unsupported dtype torch.float32", ckgemm.prepack, stacked.float())
-    _raises(InvalidArgumentError, r"group 1: b\[1\] .*share one dtype and device", ckgemm.prepack,
+    _raises(InvalidTypeError, r"group 1: b\[1\] .*share one dtype and device", ckgemm.prepack,
             [b[0], b[1].to(torch.bfloat16), b[2]])
     weights = ckgemm.prepack(stacked, scales=torch.ones(3, 16))
     _raises(InvalidArgumentError, "scale_a: not given, but the prepacked weights carry scales", ckgemm.grouped_gemm_packed,
@@ -309,3 +315,44 @@ def test_set_num_sms_takes_a_non_negative_int():
     finally:
         ckgemm.set_num_sms(0)
     assert ckgemm.get_num_sms() == 0
+
+
+def test_out_dtype_hint_fits_the_inputs():
+    """An unscaled call asking for another output: 8-bit inputs are pointed at scales, 16-bit ones are not (scales
+    for 16-bit inputs are refused)."""
+    a, b = _groups()
+    msg = _raises(InvalidTypeError, "unscaled torch.float16 inputs give torch.float16", ckgemm.grouped_gemm, a, b,
+                  out_dtype=torch.float32)
+    assert "scale_a" not in msg and "no other output" in msg
+    a8, b8 = [x.to(torch.float8_e4m3fn) for x in a], [x.to(torch.float8_e4m3fn) for x in b]
+    _raises(InvalidTypeError, "pass scale_a and scale_b for a scaled output", ckgemm.grouped_gemm, a8, b8,
+            out_dtype=torch.bfloat16)
+
+
+def test_transposed_weights_are_pointed_at_the_other_layout():
+    """torch._grouped_mm users pass B as w.transpose(-2, -1): the message names the layout that reads w as it is."""
+    gen = generator("transposed-weights")
+    w = rand_tensor((3, 16, 32), F16, gen)  # [G, N, K]
+    a = rand_tensor((12, 32), F16, gen)
+    msg = _raises(InvalidArgumentError, "innermost stride must be 1", ckgemm.grouped_gemm_packed, a, w.transpose(1, 2),
+                  torch.tensor([4, 4, 4]), layout="RR")
+    assert "layout='RC'" in msg and "no copy" in msg
+    c = ckgemm.grouped_gemm_packed(a, w, torch.tensor([4, 4, 4]), layout="RC")  # the advice works, with no copy
+    torch.testing.assert_close(c, torch.cat([a[4 * g:4 * g + 4].float() @ w[g].float().t() for g in range(3)]).half(),
+                               rtol=1e-2, atol=1e-2)
+    msg = _raises(InvalidArgumentError, "innermost stride must be 1", ckgemm.grouped_gemm,
+                  [rand_tensor((32, 4), F16, gen).t()], [w[0]])
+    assert "layout=" not in msg  # activations get no layout advice
+
+
+def test_an_inference_output_written_outside_inference_mode_is_refused_before_any_write():
+    a, b = _groups()
+    outs = [poison((x.shape[0], y.shape[0]), x.dtype) for x, y in zip(a, b)]
+    with torch.inference_mode():
+        late = poison(outs[-1].shape, outs[-1].dtype)
+    _raises(InvalidArgumentError, rf"group {len(a) - 1}: c\[{len(a) - 1}\].*inference tensor", ckgemm.grouped_gemm_out,
+            a, b, outs[:-1] + [late])
+    assert all(torch.isnan(c.float()).all() for c in outs[:-1] + [late])
+    with torch.inference_mode():  # inside inference mode torch allows the write, and so does ckgemm
+        ckgemm.grouped_gemm_out(a, b, outs[:-1] + [late])
+    assert not torch.isnan(late.float()).any()

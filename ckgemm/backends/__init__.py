@@ -7,18 +7,23 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import BackendUnavailableError, InvalidArgumentError
+from ..errors import BackendUnavailableError, InvalidArgumentError, InvalidTypeError
 from . import native, reference
 
 BACKEND_NAMES = ("cutlass", "ck", "torch")
 
 
-def _module(name: str):
+def _module(name: str, op: str | None = None):
     if name == "torch":
         return reference
     if name in native.NAMES:
         return native.backend(name)
-    raise InvalidArgumentError(f"unknown backend {name!r}; known backends: {BACKEND_NAMES}")
+    where = f"{op}: " if op else ""
+    if not isinstance(name, str):
+        raise InvalidTypeError(f"{where}backend must be a str (one of {BACKEND_NAMES}) or None, got "
+                               f"{type(name).__name__}")
+    hint = " (names are lower case)" if name.lower() in BACKEND_NAMES else ""
+    raise InvalidArgumentError(f"{where}unknown backend {name!r}{hint}; known backends: {BACKEND_NAMES}")
 
 
 def unavailable_reason(name: str, device: torch.device | None = None) -> str | None:
@@ -35,13 +40,15 @@ def available_backends(device: torch.device | str | None = None) -> list[str]:
 _SELECTED: dict = {}
 
 
-def select(backend: str | None, device: torch.device):
-    """The backend module to run on ``device``: the one asked for, or the best available. What a
-    device can run does not change within a process, so successful choices are cached."""
+def select(backend: str | None, device: torch.device, op: str | None = None):
+    """The backend module to run on ``device``: the one asked for, or the best available (errors name
+    ``op``). What a device can run does not change within a process, so successful choices are cached."""
+    if backend is not None and type(backend) is not str:
+        _module(backend, op)  # raises InvalidTypeError (and keeps unhashable values out of the cache)
     key = (backend, device)
     module = _SELECTED.get(key)
     if module is None:
-        module = _SELECTED[key] = _select(backend, device)
+        module = _SELECTED[key] = _select(backend, device, op)
     return module
 
 
@@ -70,12 +77,13 @@ def _native_or_none(backend, probe):
     return module if getattr(module, "native", False) else None
 
 
-def _select(backend: str | None, device: torch.device):
+def _select(backend: str | None, device: torch.device, op: str | None = None):
     if backend is not None:
-        module = _module(backend)
+        module = _module(backend, op)
         reason = module.unavailable_reason(device)
         if reason is not None:
-            raise BackendUnavailableError(f"backend {backend!r} cannot run on {device}: {reason}")
+            where = f"{op}: " if op else ""
+            raise BackendUnavailableError(f"{where}backend {backend!r} cannot run on {device}: {reason}")
         return module
     for name in BACKEND_NAMES:
         module = _module(name)

@@ -204,10 +204,15 @@ def cast_to_fp8(x: torch.Tensor, block: tuple[int | None, int | None], *, dtype=
     return Quantized(codes, scale, blk, str(dtype).replace("torch.", ""), tuple(x.shape), squeezed)
 
 
-def _deepgemm_spelling(fn: str, gran, ue8m0: bool, use_ue8m0, gran_k) -> tuple[int, bool]:
-    """DeepGEMM's spelling of the same casts: ``cast(x, use_ue8m0, gran_k=128)`` or ``cast(x, use_ue8m0, 128)``
-    (its second positional argument is the UE8M0 flag, its third the granularity), accepted beside ckgemm's
-    ``gran`` and ``ue8m0``."""
+def _deepgemm_spelling(fn: str, gran, ue8m0: bool, use_ue8m0, gran_k, use_packed_ue8m0=False) -> tuple[int, bool]:
+    """DeepGEMM's spelling of the same casts: ``cast(x, use_ue8m0, gran_k=128, use_packed_ue8m0=False)`` or
+    ``cast(x, use_ue8m0, 128)`` (its second positional argument is the UE8M0 flag, its third the granularity),
+    accepted beside ckgemm's ``gran`` and ``ue8m0``. Packed UE8M0 (four exponents in an int32, DeepGEMM's
+    SM100 layout) is refused: ckgemm's ops take float32 scales; ``use_ue8m0=True`` gives the same powers of
+    two as float32."""
+    if use_packed_ue8m0:
+        raise ValueError(f"{fn}: use_packed_ue8m0=True packs UE8M0 exponents into int32 (DeepGEMM's SM100 layout); "
+                         "ckgemm's ops take float32 scales: use use_ue8m0=True for the same powers of two as float32")
     if isinstance(gran, bool):  # DeepGEMM's positional use_ue8m0
         if use_ue8m0 is not None and use_ue8m0 != gran:
             raise ValueError(f"{fn}: the positional flag {gran} and use_ue8m0={use_ue8m0} disagree; give one")
@@ -227,18 +232,20 @@ def _deepgemm_spelling(fn: str, gran, ue8m0: bool, use_ue8m0, gran_k) -> tuple[i
 
 def per_token_cast_to_fp8(x, gran: int = 128, gran_k: int | None = None, *, dtype=torch.float8_e4m3fn,
                           ue8m0: bool = False, amax_floor: float = DEFAULT_AMAX_FLOOR,
-                          use_ue8m0: bool | None = None) -> Quantized:
+                          use_ue8m0: bool | None = None, use_packed_ue8m0: bool = False) -> Quantized:
     """One scale per row and ``gran`` columns (1 x gran), the usual activation recipe. DeepGEMM's
     ``per_token_cast_to_fp8(x, use_ue8m0, gran_k=128)`` spelling works too."""
-    gran, ue8m0 = _deepgemm_spelling("per_token_cast_to_fp8", gran, ue8m0, use_ue8m0, gran_k)
+    gran, ue8m0 = _deepgemm_spelling("per_token_cast_to_fp8", gran, ue8m0, use_ue8m0, gran_k,
+                                     use_packed_ue8m0)
     return cast_to_fp8(x, (1, gran), dtype=dtype, ue8m0=ue8m0, amax_floor=amax_floor)
 
 
 def per_block_cast_to_fp8(x, gran: int = 128, gran_k: int | None = None, *, dtype=torch.float8_e4m3fn,
                           ue8m0: bool = False, amax_floor: float = DEFAULT_AMAX_FLOOR,
-                          use_ue8m0: bool | None = None) -> Quantized:
+                          use_ue8m0: bool | None = None, use_packed_ue8m0: bool = False) -> Quantized:
     """One scale per gran x gran block, the usual weight recipe (DeepGEMM's spelling works too)."""
-    gran, ue8m0 = _deepgemm_spelling("per_block_cast_to_fp8", gran, ue8m0, use_ue8m0, gran_k)
+    gran, ue8m0 = _deepgemm_spelling("per_block_cast_to_fp8", gran, ue8m0, use_ue8m0, gran_k,
+                                     use_packed_ue8m0)
     return cast_to_fp8(x, (gran, gran), dtype=dtype, ue8m0=ue8m0, amax_floor=amax_floor)
 
 
@@ -256,10 +263,11 @@ def per_tensor_cast_to_fp8(x, *, dtype=torch.float8_e4m3fn, ue8m0: bool = False,
 
 def per_channel_cast_to_fp8(x, gran: int = 128, gran_k: int | None = None, *, dtype=torch.float8_e4m3fn,
                             ue8m0: bool = False, amax_floor: float = DEFAULT_AMAX_FLOOR,
-                            use_ue8m0: bool | None = None) -> Quantized:
+                            use_ue8m0: bool | None = None, use_packed_ue8m0: bool = False) -> Quantized:
     """One scale per column and ``gran`` rows (gran x 1), DeepGEMM's recipe for K-major wgrad operands
     (DeepGEMM's spelling works too)."""
-    gran, ue8m0 = _deepgemm_spelling("per_channel_cast_to_fp8", gran, ue8m0, use_ue8m0, gran_k)
+    gran, ue8m0 = _deepgemm_spelling("per_channel_cast_to_fp8", gran, ue8m0, use_ue8m0, gran_k,
+                                     use_packed_ue8m0)
     return cast_to_fp8(x, (gran, 1), dtype=dtype, ue8m0=ue8m0, amax_floor=amax_floor)
 
 

@@ -28,6 +28,7 @@ struct TensorMeta {
   DeviceId device;
   uint64_t data;  // address of the first element
   bool requires_grad;
+  bool inference_locked;  // an inference tensor outside inference mode: torch forbids writing it
 
   int64_t size(int d) const { return sizes[d < 0 ? d + ndim : d]; }
   int64_t stride(int d) const { return strides[d < 0 ? d + ndim : d]; }

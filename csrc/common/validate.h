@@ -159,6 +159,7 @@ inline Verdict check_output(const TensorMeta& c, int64_t m, int64_t n, OutType d
   if (out_type(c.dtype, &known) != dtype || !known) return bad(Rule::OUT_DTYPE, group);
   if (c.device != device) return bad(Rule::DEVICE, group);
   if (rows_self_overlap(c)) return bad(Rule::ROWS_OVERLAP, group);
+  if (c.inference_locked) return bad(Rule::INFERENCE_OUTPUT, group);
   return {};
 }
 

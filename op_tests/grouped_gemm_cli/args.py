@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     shape.add_argument("--heterogeneous", action="store_true", help="M, N and K drawn independently per group")
     shape.add_argument("--moe", action="store_true",
                        help="MoE token splits (groups*m rows over `groups` experts) through grouped_gemm_packed "
-                            "(with --quant: also through the list form)")
+                            "and the list form")
     shape.add_argument("--moe-dist", choices=MOE_DISTS + ("all",), default="all",
                        help="token split for --moe (default: all four)")
     what = p.add_argument_group("what to run")

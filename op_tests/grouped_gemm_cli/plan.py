@@ -113,8 +113,7 @@ def user_items(args) -> list[Item]:
         dists = MOE_DISTS if args.moe_dist == "all" else (args.moe_dist,)
         moe = [shapes.moe_split(g * m, g, n, k, seed=seed + i, dist=d) for i, d in enumerate(dists)]
         items += [Item(c, "packed", True) for c in moe]
-        if any(r != "none" for r in args.quant):  # scaled MoE: the list form of the same splits too
-            items += [Item(c, "list", True) for c in moe]
+        items += [Item(c, "list", True) for c in moe]  # the list form of the same splits, for every --quant
     if not items and not args.smoke:
         items.append(Item(shapes.uniform(g, m, n, k), "list", True))
     if args.layout_variants:  # the layout-variant tests: every shared-N/K case in both forms
