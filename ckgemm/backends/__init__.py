@@ -18,12 +18,12 @@ def _module(name: str, op: str | None = None):
         return reference
     if name in native.NAMES:
         return native.backend(name)
-    where = f"{op}: " if op else ""
-    if not isinstance(name, str):
-        raise InvalidTypeError(f"{where}backend must be a str (one of {BACKEND_NAMES}) or None, got "
-                               f"{type(name).__name__}")
     hint = " (names are lower case)" if name.lower() in BACKEND_NAMES else ""
-    raise InvalidArgumentError(f"{where}unknown backend {name!r}{hint}; known backends: {BACKEND_NAMES}")
+    raise InvalidArgumentError(f"{_where(op)}unknown backend {name!r}{hint}; known backends: {BACKEND_NAMES}")
+
+
+def _where(op: str | None) -> str:
+    return f"{op}: " if op else ""
 
 
 def unavailable_reason(name: str, device: torch.device | None = None) -> str | None:
@@ -43,8 +43,9 @@ _SELECTED: dict = {}
 def select(backend: str | None, device: torch.device, op: str | None = None):
     """The backend module to run on ``device``: the one asked for, or the best available (errors name
     ``op``). What a device can run does not change within a process, so successful choices are cached."""
-    if backend is not None and type(backend) is not str:
-        _module(backend, op)  # raises InvalidTypeError (and keeps unhashable values out of the cache)
+    if backend is not None and not isinstance(backend, str):  # (unhashable values never reach the cache)
+        raise InvalidTypeError(f"{_where(op)}backend must be a str (one of {BACKEND_NAMES}) or None, got "
+                               f"{type(backend).__name__}")
     key = (backend, device)
     module = _SELECTED.get(key)
     if module is None:
@@ -82,8 +83,7 @@ def _select(backend: str | None, device: torch.device, op: str | None = None):
         module = _module(backend, op)
         reason = module.unavailable_reason(device)
         if reason is not None:
-            where = f"{op}: " if op else ""
-            raise BackendUnavailableError(f"{where}backend {backend!r} cannot run on {device}: {reason}")
+            raise BackendUnavailableError(f"{_where(op)}backend {backend!r} cannot run on {device}: {reason}")
         return module
     for name in BACKEND_NAMES:
         module = _module(name)
