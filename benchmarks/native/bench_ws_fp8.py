@@ -183,6 +183,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--profile", action="store_true", help="run each case x recipe x variant three times, no checks or "
                     "peers (for Nsight Compute: profile the third launch of each)")
+    ap.add_argument("--profile-peer", action="store_true", help="with --profile: DeepGEMM's block call on the same "
+                    "inputs too (four launches of its kernel, the first its check)")
     args = ap.parse_args()
     args.cases = args.cases.replace("_", " ")
     print(f"seed {args.seed}; {torch.cuda.get_device_name()}; torch {torch.__version__}", flush=True)
@@ -199,6 +201,10 @@ def main():
                 for variant in variants:
                     for _ in range(3):
                         kern(a, b, gs, out, sa, sb, recipe, variant)
+                if recipe == "block" and args.profile_peer:
+                    found, _ = deepgemm_peer(a, sa, b, sb, sizes, torch.bfloat16)
+                    for _ in range(3 if found else 0):
+                        found[0]()
                 torch.cuda.synchronize()
         return 0
     ok = True

@@ -5,9 +5,10 @@
 #                k-blocks ahead); WS_LIBS picks (default both)
 # Stages: check (correctness), perf (all cases, peers), perf2 (the same with libws_$WS_MODE; variants
 # $WS_VARIANTS), modes (block timing of every built flavour on the four compute-bound cases), stalls (Nsight
-# Compute stall reasons, block vs unscaled, one launch each), sanitize (compute-sanitizer memcheck over small
-# check shapes, racecheck on one), abck (libws_$WS_MODE against the op's own packed call: needs the extension,
-# e.g. carried as ckgemm/_C*.so). WS_MODE is 0 unless set. (A third flavour, TMA boxes of scales, tripled the
+# Compute stall reasons, clock and pipe counts of unscaled, row, block and DeepGEMM's block kernel on the same
+# inputs, one launch each), sanitize (compute-sanitizer memcheck over small check shapes, racecheck on one), abck
+# (libws_$WS_MODE against the op's own packed call: needs the extension, e.g. carried as ckgemm/_C*.so).
+# WS_MODE is 0 unless set. (A third flavour, TMA boxes of scales, tripled the
 # block kernel's DRAM reads and was removed: docs/PERF_2026-12-02.md, ninth session, run 8.) A same-process A/B of
 # two revisions of the kernel: build_ws_ab.sh and ws_fp8_ab.py.
 set -uo pipefail
@@ -24,6 +25,7 @@ for v in $LIBS; do
 done
 B="python3 benchmarks/native/bench_ws_fp8.py"
 M='regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,smsp__inst_executed.sum,gpu__time_duration.sum'
+M+=',sm__cycles_elapsed.avg.per_second,sm__inst_executed_pipe_fma.sum,sm__inst_executed_pipe_alu.sum'
 for stage in "$@"; do
   case $stage in
     check)
@@ -42,11 +44,14 @@ for stage in "$@"; do
     modes) for v in $LIBS; do timeout 100 $B --lib /tmp/libws_$v.so --recipes block --variants 128b,192a \
              --cases DeepSeek-V3_prefill,DeepSeek-V3_down,Mixtral_prefill,128_experts --iters 10 --skip-checks | sed "s/^/lib $v: /"; done ;;
     stalls)
-      for run in "0 none 192a" "0 row 192a" "0 block 192a" "1 block 192a"; do
+      # the last run profiles DeepGEMM's kernel (sm90_fp8_gemm_1d2d_impl) on the same block-scaled inputs
+      for run in "0 none 192a grouped_fp8" "0 row 192a grouped_fp8" "0 block 192a grouped_fp8" \
+                 "1 block 192a grouped_fp8" "0 block 192a sm90_fp8_gemm"; do
         set -- $run
-        timeout 120 ncu --clock-control none -k regex:grouped_fp8 --launch-skip 2 --launch-count 1 --metrics "$M" \
-          --csv --page raw $B --lib /tmp/libws_$1.so --profile --cases DeepSeek-V3_prefill --recipes $2 --variants $3 \
-          > "$OUT/raw_$1_$2_$3.csv" 2> "$OUT/err_$1_$2_$3.log"
+        peer=""; [ "$4" = sm90_fp8_gemm ] && peer=--profile-peer
+        timeout 120 ncu --clock-control none -k regex:$4 --launch-skip 2 --launch-count 1 --metrics "$M" \
+          --csv --page raw $B --lib /tmp/libws_$1.so --profile $peer --cases DeepSeek-V3_prefill --recipes $2 \
+          --variants $3 > "$OUT/raw_$1_$2_$3_$4.csv" 2> "$OUT/err_$1_$2_$3_$4.log"
       done
       python3 - "$OUT" <<'PY'
 import csv, glob, os, sys
@@ -57,7 +62,9 @@ for f in sorted(glob.glob(sys.argv[1] + "/raw_*.csv")):
     d = dict(zip(rows[0], rows[2]))
     top = sorted(((float(v.replace(",", "")), k.split("stalled_")[1].split("_per")[0]) for k, v in d.items()
                   if "stalled_" in k and v.replace(",", "").replace(".", "").isdigit()), reverse=True)[:8]
-    print(os.path.basename(f), "time", d.get("gpu__time_duration.sum"), "inst", d.get("smsp__inst_executed.sum"),
+    print(os.path.basename(f), "time", d.get("gpu__time_duration.sum"),
+          "clock", d.get("sm__cycles_elapsed.avg.per_second"), "inst", d.get("smsp__inst_executed.sum"),
+          "fma", d.get("sm__inst_executed_pipe_fma.sum"), "alu", d.get("sm__inst_executed_pipe_alu.sum"),
           "| " + ", ".join(f"{k} {v:.2f}" for v, k in top))
 PY
       ;;
