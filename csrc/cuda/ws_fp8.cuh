@@ -100,6 +100,10 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
     uint32_t phase = 0;
     constexpr int kHalves = Cfg::kHalves, kTmp = Cfg::kMmaN / 2;  // scratch registers of one wgmma group
     float acc[BN / 2], tmp[kTmp];
+    // The descriptors' low words at stage 0, warp-uniform through __shfl_sync (as DeepGEMM does), so that each
+    // k-block's descriptors are a uniform-register add rather than vector arithmetic moved by R2UR.
+    const uint32_t a_lo0 = __shfl_sync(0xffffffffu, smem_desc_lo(s.a[0] + wg * 64 * kBlockK), 0);
+    const uint32_t b_lo0 = __shfl_sync(0xffffffffu, smem_desc_lo(s.b[0]), 0);
     for (int u = cluster; u < units; u += clusters) {
       const Tile t = decode(s, p.groups, u, rank);
       const int split = (t.n0 / 128 + 1) * 128 - t.n0;  // Block: columns [0, split) use the stage's sb[0], the rest sb[1]
@@ -124,10 +128,11 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
           for (int i = 0; i < kTmp; ++i) cute::warpgroup_fence_operand(tmp[i]);
           cute::warpgroup_arrive();
           // B's half h: 128 rows of 128 bytes further into the stage (+1024 in the descriptor's 16-byte units)
-          const uint64_t da = smem_desc(s.a[stage] + wg * 64 * kBlockK), db = smem_desc(s.b[stage]) + h * 1024;
+          const uint32_t da = a_lo0 + stage * (Cfg::kBytesA / 16), db = b_lo0 + stage * (Cfg::kBytesB / 16) + h * 1024;
 #pragma unroll
           for (int kk = 0; kk < kBlockK / 32; ++kk)  // +32 bytes along K inside the swizzled row: +2 in the descriptor
-            mma_call<Mma<Cfg::kMmaN>>(da + 2 * kk, db + 2 * kk, tmp, kk > 0, std::make_index_sequence<kTmp>{});
+            mma_call<Mma<Cfg::kMmaN>>(desc_of(da + 2 * kk), desc_of(db + 2 * kk), tmp, kk > 0,
+                                      std::make_index_sequence<kTmp>{});
           cute::warpgroup_commit_batch();
           if (h == 0) {
             // The scales are read under the wgmmas: wgmma.fence (warpgroup_arrive) waits for every register write

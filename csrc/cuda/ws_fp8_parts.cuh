@@ -11,11 +11,14 @@ __device__ __forceinline__ void mma_call(uint64_t da, uint64_t db, float* d, boo
   M::fma(da, db, d[I]..., accumulate ? cute::SM90::GMMA::ScaleOut::One : cute::SM90::GMMA::ScaleOut::Zero);
 }
 
-// K-major, 128-byte swizzle (what TMA's SWIZZLE_128B writes): 8-row atoms 1024 bytes apart.
-__device__ __forceinline__ uint64_t smem_desc(const void* p) {
-  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (uint64_t{1} << 16) | (uint64_t{1024 >> 4} << 32) |
-         (uint64_t{1} << 62);
+// wgmma shared-memory descriptors, K-major with the 128-byte swizzle (what TMA's SWIZZLE_128B writes): the high
+// word holds the 1024-byte stride between 8-row atoms and the swizzle mode, the low word the start address in
+// 16-byte units and a leading offset of 1. A byte offset d moves the descriptor by d / 16 in the low word (shared
+// memory is below 256 KB, so the address field does not carry into the offset's).
+constexpr uint32_t kDescHi = (1024 >> 4) | (1u << 30);
+__device__ __forceinline__ uint64_t desc_of(uint32_t lo) { return (uint64_t{kDescHi} << 32) | lo; }
+__device__ __forceinline__ uint32_t smem_desc_lo(const void* p) {
+  return ((static_cast<uint32_t>(__cvta_generic_to_shared(p)) & 0x3FFFF) >> 4) | (1u << 16);
 }
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
@@ -53,16 +56,23 @@ __device__ __forceinline__ const float* b_block_scales(const Params& p, int g, i
   return p.sb + g * p.sb_stride + static_cast<int64_t>(min(nb, (p.n + 127) / 128 - 1)) * k_blocks;
 }
 
-// Prefix sums of rows and units per group, the sizes checked as the packed builder checks them.
+// Prefix sums of rows and units per group, the sizes checked as the packed builder checks them. One warp reads
+// the sizes and scans them, and only its lane 0 traps: a loop over the sizes by every thread, or a trap that all
+// threads may reach, made ptxas treat the rest of the kernel as divergent and keep the consumers' k-loop (stage,
+// descriptors, barrier addresses) out of uniform registers, an R2UR in front of every wgmma operand (the
+// thirteenth session: 3-11% on the prefill cases, docs/PERF_2026-12-03c.md).
 template <int BN, bool McastB>
 __device__ void build_table(Smem<BN, McastB>& s, const Params& p, int n_blocks) {
   const int tid = threadIdx.x;
-  for (int i = tid; i < p.groups; i += blockDim.x) {  // a size outside [0, rows] (int64 ones too) is stored as -1
-    const int64_t m = p.sizes_int64 ? static_cast<const int64_t*>(p.sizes)[i] : static_cast<const int*>(p.sizes)[i];
-    s.row_start[i + 1] = m < 0 || m > p.rows ? -1 : static_cast<int>(m);
-  }
-  __syncthreads();
   if (tid < 32) {
+    // The sizes into shared memory first, four loads in flight per lane (a size outside [0, rows], int64 ones
+    // too, stored as -1), then the scan.
+#pragma unroll 4
+    for (int i = tid; i < p.groups; i += 32) {
+      const int64_t m = p.sizes_int64 ? static_cast<const int64_t*>(p.sizes)[i] : static_cast<const int*>(p.sizes)[i];
+      s.row_start[i + 1] = m < 0 || m > p.rows ? -1 : static_cast<int>(m);
+    }
+    __syncwarp();
     int64_t rows = 0;  // 32 sizes of up to 2^31 - 1 each can pass int
     int units = 0;
     bool bad = false;
@@ -87,13 +97,13 @@ __device__ void build_table(Smem<BN, McastB>& s, const Params& p, int n_blocks) 
       s.row_start[0] = s.unit_start[0] = 0;
       s.bad = bad;
       if (bad) s.unit_start[p.groups] = 0;
+      if (bad && p.sizes_ok == nullptr) asm volatile("trap;");  // no sizes_ok to report to: stop the launch
     }
   }
   __syncthreads();
   if (blockIdx.x == 0 && tid == 0 && p.sizes_ok != nullptr) *p.sizes_ok = s.bad ? 0 : 1;
   // No printf here: a call in the kernel makes ptxas serialise the wgmmas (C7510). The host wrapper passes
-  // sizes_ok and reports bad sizes; without it, bad sizes trap the launch.
-  if (s.bad && p.sizes_ok == nullptr) asm volatile("trap;");
+  // sizes_ok and reports bad sizes; without it, bad sizes trap the launch (above).
 }
 
 template <int BN, bool McastB>
