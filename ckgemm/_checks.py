@@ -18,7 +18,17 @@ def check_is_tensor(op, group, name, t) -> None:
     if not isinstance(t, torch.Tensor):
         raise InvalidTypeError(
             f"{op}: " + (f"group {group}: " if group is not None else "")
-            + f"{name} is a {type(t).__name__}, not a torch.Tensor", rule=Rule.NOT_A_TENSOR, group=group)
+            + f"{name} is a {type(t).__name__}, not a torch.Tensor{_pair_hint(name, t)}", rule=Rule.NOT_A_TENSOR,
+            group=group)
+
+
+def _pair_hint(name: str, t) -> str:
+    """A DeepGEMM-style (codes, scales) pair (or a harness ``Quantized``) given as an operand."""
+    if name[:1] not in ("a", "b") or not isinstance(t, (tuple, list)) or len(t) != 2 \
+            or not all(isinstance(x, torch.Tensor) for x in t):
+        return ""
+    return (f"; a (codes, scales) pair, as DeepGEMM takes operands, goes in two arguments here: the codes as "
+            f"{name}, the scales as scale_{name[0]}=")
 
 
 def check_no_grad(op, group, name, t) -> None:

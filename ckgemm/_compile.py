@@ -8,6 +8,7 @@ import torch
 
 from . import validate
 from ._checks import check_no_grad
+from .backends import check_backend_type
 from .dtypes import rule_for
 from .validate_scales import DEFAULT_SCALED_OUTPUT
 
@@ -83,8 +84,28 @@ def _packed_out_fake(a, b, group_sizes, out, layout, backend, check_sizes, scale
     _packed_checks(a, b, group_sizes, out, layout, check_sizes, scale_a, scale_b, out_dtype)
 
 
+def _misfits(tensors, optional_tensors, lists, optional) -> bool:
+    """True when an argument's Python type is not one the ops' schemas take: tensors, optional tensors, lists
+    (or tuples) of tensors, and optional values of the kinds given as (value, type) pairs."""
+    return (any(not isinstance(t, torch.Tensor) for t in tensors)
+            or any(t is not None and not isinstance(t, torch.Tensor) for t in optional_tensors)
+            or any(not isinstance(x, (list, tuple)) or not all(isinstance(t, torch.Tensor) for t in x) for x in lists)
+            or any(v is not None and not isinstance(v, kind) for v, kind in optional))
+
+
+def _eager_refusal(op, backend, validator) -> None:
+    """An argument the schema would refuse (with Dynamo's TorchRuntimeError): raise the eager error instead,
+    at trace time. Anything the eager checks let through is left to the schema."""
+    validator()
+    check_backend_type(backend, op)
+
+
 def packed(a, b, group_sizes, layout, out, backend, check_sizes, scale_a, scale_b, out_dtype):
     """The compiled-graph form of ``ops.grouped_gemm_packed`` (a ``PackedWeights`` b is unwrapped before)."""
+    if _misfits((a, b, group_sizes), (out, scale_a, scale_b), (),
+                ((layout, str), (backend, str), (check_sizes, bool), (out_dtype, torch.dtype))):
+        _eager_refusal("grouped_gemm_packed", backend, lambda: validate.validate_packed(
+            "grouped_gemm_packed", a, b, group_sizes, layout, out, check_sizes, scale_a, scale_b, out_dtype))
     refuse_grad("grouped_gemm_packed", [(None, name, t) for name, t in
                                         (("a", a), ("b", b), ("out", out), ("scale_a", scale_a), ("scale_b", scale_b))])
     if out is None:
@@ -161,6 +182,15 @@ def listed(a_list, b_list, c_list, layout, backend, scale_a, scale_b, out_dtype)
     ops' schemas take no optional lists: ``scales_given`` says which scale lists were given. Only lists and
     tuples become lists; anything else (a stacked tensor, say) reaches the schema, which refuses it, so a
     compiled call never computes what the eager call rejects (the eager validation runs inside the op)."""
+    op = "grouped_gemm" if c_list is None else "grouped_gemm_out"
+    scale_lists = [s for s in (scale_a, scale_b) if s is not None]
+    if _misfits((), (), [a_list, b_list] + ([] if c_list is None else [c_list]) + scale_lists,
+                ((layout, str), (backend, str), (out_dtype, torch.dtype))):
+        def check():
+            problem = validate.validate_list(op, a_list, b_list, layout, scale_a, scale_b, out_dtype, c_list is not None)
+            if c_list is not None:
+                validate.validate_outputs(op, problem, c_list, a_list, b_list, scale_a, scale_b)
+        _eager_refusal(op, backend, check)
     seq = (lambda x: list(x) if isinstance(x, (list, tuple)) else x)
     given = int(scale_a is not None) | int(scale_b is not None) << 1
     sa, sb = seq(scale_a) if scale_a is not None else [], seq(scale_b) if scale_b is not None else []

@@ -116,6 +116,8 @@ def grouped_gemm(a_list, b_list, *, layout: str | None = None, backend: str | No
                                                              out_dtype))
         _LAST.native = native
         return outs
+    if _first_ok(a_list) and _traced(a_list[0]):
+        return _compile.listed(a_list, b_list, None, layout, backend, scale_a, scale_b, out_dtype)
     problem = validate.validate_list(op, a_list, b_list, layout, scale_a, scale_b, out_dtype)
     module = backends.select(backend, problem.device, op)
     c_list = [torch.empty((m, n), dtype=problem.output, device=problem.device) for m, n, _ in problem.shapes]
@@ -151,6 +153,8 @@ def grouped_gemm_out(a_list, b_list, c_list, *, layout: str | None = None, backe
             _explain(op, exc, check)
         _LAST.native = native
         return list(c_list)
+    if _first_ok(a_list) and _traced(a_list[0]) and isinstance(c_list, (list, tuple)):
+        return _compile.listed(a_list, b_list, c_list, layout, backend, scale_a, scale_b, out_dtype)
     problem = check()
     module = backends.select(backend, problem.device, op)
     _record(op, module, problem, module.run_list(problem, a_list, b_list, c_list, scale_a, scale_b))
@@ -183,6 +187,8 @@ def grouped_gemm_packed(a, b, group_sizes, *, layout: str | None = None, out: to
     native = backends.native_for(backend, a) if isinstance(a, torch.Tensor) and not check_sizes else None
     if native is not None:
         return _native_packed(native, op, a, b, group_sizes, out, scale_a, scale_b, layout, out_dtype, check)
+    if _traced(a):
+        return _compile.packed(a, b, group_sizes, layout, out, backend, check_sizes, scale_a, scale_b, out_dtype)
     problem = check()
     module = backends.select(backend, problem.device, op)
     if getattr(module, "native", False):  # check_sizes=True: the sizes were read and checked on the host
@@ -207,6 +213,17 @@ def _native_packed(native, op, a, b, group_sizes, out, scale_a, scale_b, layout,
 
 def _first_ok(seq) -> bool:
     return isinstance(seq, (list, tuple)) and len(seq) > 0 and isinstance(seq[0], torch.Tensor)
+
+
+_PROXY, _FAKE = torch._C._TorchDispatchModeKey.PROXY, torch._C._TorchDispatchModeKey.FAKE
+
+
+def _traced(t) -> bool:
+    """Under make_fx or a FakeTensorMode, or on meta tensors, the torch reference would read the group sizes on
+    the host: baked into the trace as constants, or not readable at all. The registered op with its fake kernel
+    is what these need, as torch.compile does (checked off the native hot path)."""
+    return isinstance(t, torch.Tensor) and (t.is_meta or torch._C._get_dispatch_mode(_PROXY) is not None
+                                            or torch._C._get_dispatch_mode(_FAKE) is not None)
 
 
 def _forget() -> None:

@@ -21,6 +21,15 @@ from .errors import InvalidArgumentError, InvalidTypeError, Rule
 
 LAYOUTS = ("RC", "RR")
 B_STORAGE = {"RC": "[N, K]", "RR": "[K, N]"}
+
+
+def _other_layout_hint(layout: str, n: int, k: int) -> str:
+    """A K mismatch that the other layout resolves (the dimension taken as N is K): point at it. torch._grouped_mm's
+    users pass weights [G, K, N], which is layout 'RR' here."""
+    if n != k:
+        return ""
+    other = "RR" if layout == "RC" else "RC"
+    return f"; b's other dimension is K: if b is stored {B_STORAGE[other]}, pass layout={other!r}"
 MAX_DIM = 2**31 - 1  # the native kernels' per-group M, N and K are 32-bit
 
 
@@ -110,7 +119,8 @@ def _check_pair(op, group, a, b, layout, device, rule) -> tuple[int, int, int]:
     n, kb = (b.shape[0], b.shape[1]) if layout == "RC" else (b.shape[1], b.shape[0])
     if kb != k:
         fail(op, group, f"b[{group}]", b, f"K mismatch: a[{group}] is [M, K] = {tuple(a.shape)} (K={k}) but "
-             f"b[{group}] with layout {layout} is stored {B_STORAGE[layout]} and has K={kb}", Rule.K_MISMATCH)
+             f"b[{group}] with layout {layout} is stored {B_STORAGE[layout]} and has K={kb}"
+             f"{_other_layout_hint(layout, n, k)}", Rule.K_MISMATCH)
     return m, n, k
 
 
@@ -195,8 +205,10 @@ def check_group_size_values(op: str, sizes, rows: int) -> None:
     """Host-side check of group size values: none negative, total equal to a's rows."""
     for g, s in enumerate(sizes):
         if s < 0:
-            raise InvalidArgumentError(f"{op}: group {g}: group_sizes[{g}] = {s} is negative",
-                                       rule=Rule.SIZE_NEGATIVE, group=g)
+            raise InvalidArgumentError(
+                f"{op}: group {g}: group_sizes[{g}] = {s} is negative; group_sizes hold each group's row count (a "
+                "DeepGEMM m_indices, one group index per row and -1 on padding rows, converts with "
+                "torch.bincount(m_indices[m_indices >= 0], minlength=G))", rule=Rule.SIZE_NEGATIVE, group=g)
     total = sum(sizes)
     if total != rows:
         offsets = len(sizes) > 1 and sizes[-1] == rows and all(x <= y for x, y in zip(sizes, sizes[1:]))
@@ -222,6 +234,8 @@ def _check_group_sizes(op, group_sizes, groups, device) -> None:
 
 def validate_packed(op: str, a, b, group_sizes, layout, out, check_sizes: bool | None, scale_a=None, scale_b=None,
                     out_dtype=None) -> PackedProblem:
+    if check_sizes is not None and not isinstance(check_sizes, bool):
+        raise InvalidTypeError(f"{op}: check_sizes must be a bool or None, got {type(check_sizes).__name__}")
     layout = check_layout(op, layout)
     check_tensor(op, None, "a", a, 2)
     check_tensor(op, None, "b", b, 3)
@@ -236,7 +250,8 @@ def validate_packed(op: str, a, b, group_sizes, layout, out, check_sizes: bool |
     n, kb = (b.shape[1], b.shape[2]) if layout == "RC" else (b.shape[2], b.shape[1])
     if kb != k:
         fail(op, None, "b", b, f"K mismatch: a is [sum(M), K] = {tuple(a.shape)} (K={k}) but b with layout "
-             f"{layout} is stored [G, {B_STORAGE[layout][1:-1]}] and has K={kb}", Rule.K_MISMATCH)
+             f"{layout} is stored [G, {B_STORAGE[layout][1:-1]}] and has K={kb}{_other_layout_hint(layout, n, k)}",
+             Rule.K_MISMATCH)
     _check_group_sizes(op, group_sizes, groups, device)
     recipe = validate_scales.packed_scales(op, rule, device, rows, groups, n, k, scale_a, scale_b)
     out_dt = validate_scales.output_dtype(op, rule, recipe, out_dtype, out is not None)

@@ -31,13 +31,25 @@ def blocks(x: int) -> int:
     return -(-x // BLOCK)
 
 
+def _encoded_hint(dtype: torch.dtype) -> str:
+    """Scales in an encoded form: a cast of the codes to float32 would be a wrong answer, not a fix."""
+    if dtype == torch.uint8:
+        return ("; uint8 scales look like UE8M0 exponent bytes: decode them with ckgemm.testing.quant.ue8m0_to_float "
+                "(.float() of the bytes is not the scale)")
+    if dtype == torch.int32:
+        return ("; int32 scales look like DeepGEMM's packed UE8M0 (four exponents per int32), which ckgemm does not "
+                "take: cast with use_ue8m0=True for float32 powers of two")
+    return ""
+
+
 def check_scale_tensor(op, group, name, s, device, wanted: str = "") -> None:
     """A float32 tensor on the inputs' device that needs no grad. ``wanted``: the shapes it may take, for the
     message (see ``_wanted``)."""
     check_is_tensor(op, group, name, s)
     tail = f"; expected a float32 tensor on {device} of shape {wanted}" if wanted else ""
     if s.dtype != torch.float32:
-        fail(op, group, name, s, f"scales must be float32, got {s.dtype}{tail}", Rule.SCALE_DTYPE, InvalidTypeError)
+        fail(op, group, name, s, f"scales must be float32, got {s.dtype}{tail}{_encoded_hint(s.dtype)}",
+             Rule.SCALE_DTYPE, InvalidTypeError)
     if s.device != device:
         fail(op, group, name, s, f"is on {s.device}, but the inputs are on {device}{tail}", Rule.DEVICE)
     check_no_grad(op, group, name, s)

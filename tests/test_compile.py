@@ -185,3 +185,57 @@ def test_the_compiled_alias_check_takes_views_of_different_row_strides(backend):
     with pytest.raises(Exception, match="grouped_gemm_packed: out overlaps b in memory"):
         packed(a, b, sizes)
     assert torch.equal(b, b_before)
+
+
+_BF = torch.bfloat16
+_A, _W, _S = torch.ones(6, 32, dtype=_BF), torch.ones(2, 16, 32, dtype=_BF), torch.tensor([2, 4])
+_WRONG_TYPES = {  # arguments of a Python type the ops' schemas do not take
+    "group_sizes as a list": lambda: ckgemm.grouped_gemm_packed(_A, _W, [2, 4]),
+    "layout an int": lambda: ckgemm.grouped_gemm_packed(_A, _W, _S, layout=1),
+    "backend an int": lambda: ckgemm.grouped_gemm_packed(_A, _W, _S, backend=1),
+    "out_dtype a str": lambda: ckgemm.grouped_gemm_packed(_A, _W, _S, out_dtype="bf16"),
+    "check_sizes a str": lambda: ckgemm.grouped_gemm_packed(_A, _W, _S, check_sizes="x"),
+    "scale_a a float": lambda: ckgemm.grouped_gemm_packed(_A, _W, _S, scale_a=1.0, scale_b=1.0),
+    "b_list stacked": lambda: ckgemm.grouped_gemm([_A[:2], _A[2:]], _W),
+    "b_list holding None": lambda: ckgemm.grouped_gemm([_A[:2]], [None]),
+    "list backend an int": lambda: ckgemm.grouped_gemm([_A[:2]], [_W[0]], backend=1),
+    "c_list a tensor": lambda: ckgemm.grouped_gemm_out([_A[:2]], [_W[0]], torch.empty(2, 16, dtype=_BF)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_WRONG_TYPES))
+def test_a_compiled_call_with_wrong_argument_types_raises_the_eager_error(name):
+    """The schemas refuse these with Dynamo's TorchRuntimeError; the wrapper raises the eager error first."""
+    call = _WRONG_TYPES[name]
+    with pytest.raises(ckgemm.CkgemmError) as eager:
+        call()
+    torch._dynamo.reset()
+    with pytest.raises(type(eager.value)) as compiled:
+        torch.compile(call, backend="eager")()
+    assert str(compiled.value) == str(eager.value)
+
+
+def test_make_fx_traces_the_op_with_the_sizes_as_an_input():
+    """Outside torch.compile, make_fx used to trace the reference path: the group sizes read on the host were
+    baked into the graph, which then computed the example's split for any sizes."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    a, b, sizes = _inputs()
+    graph = make_fx(lambda x, s: ckgemm.grouped_gemm_packed(x, b, s))(a, sizes)
+    other = torch.tensor([25, 5, 0])
+    assert torch.equal(graph(a, other), ckgemm.grouped_gemm_packed(a, b, other))
+    assert "ckgemm.grouped_gemm_packed" in graph.code
+    lists = make_fx(lambda x: ckgemm.grouped_gemm([x[:10], x[10:]], [b[0], b[2]]))(a)
+    assert "ckgemm.grouped_gemm" in lists.code
+    assert all(torch.equal(p, q) for p, q in zip(lists(a), ckgemm.grouped_gemm([a[:10], a[10:]], [b[0], b[2]])))
+
+
+def test_meta_and_fake_tensors_get_shapes_without_reading_sizes():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    meta = ckgemm.grouped_gemm_packed(torch.empty(30, 64, dtype=_BF, device="meta"),
+                                      torch.empty(3, 48, 64, dtype=_BF, device="meta"),
+                                      torch.tensor([10, 0, 20], device="meta"))
+    assert meta.shape == (30, 48) and meta.device.type == "meta" and meta.dtype == _BF
+    with FakeTensorMode():
+        a, b = torch.empty(30, 64, dtype=_BF), torch.empty(3, 48, 64, dtype=_BF)
+        assert ckgemm.grouped_gemm_packed(a, b, torch.tensor([10, 0, 20])).shape == (30, 48)
+        assert [c.shape for c in ckgemm.grouped_gemm([a[:10], a[10:]], [b[0], b[1]])] == [(10, 48), (20, 48)]

@@ -252,6 +252,11 @@ def test_casts_take_deepgemms_spelling(name):
     assert torch.equal(packed_off.scale, ours.scale)
     with pytest.raises(ValueError, match="use_packed_ue8m0=True .*float32 scales"):
         cast(x, True, use_packed_ue8m0=True)
+    # all four of DeepGEMM's arguments positionally: cast(x, use_ue8m0, gran_k, use_packed_ue8m0)
+    four = cast(x, True, 64, False)
+    assert torch.equal(four.data.view(torch.uint8), ours.data.view(torch.uint8)) and torch.equal(four.scale, ours.scale)
+    with pytest.raises(ValueError, match="use_packed_ue8m0=True"):
+        cast(x, True, 64, True)
 
 
 @pytest.mark.parametrize("cast,expected", [

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import ckgemm
+from ckgemm.testing import quant
 from support import assert_scaled_matches, generator, poison, rand_tensor, random_scales
 
 
@@ -182,3 +183,26 @@ def test_bad_scales_name_the_group_the_tensor_and_the_expected_shape():
                                                r"ceil\(K_1/128\)\] \(block\)"):
         ckgemm.grouped_gemm_out(a_list, b_list, outs, scale_a=[sa[:7], sa[7:].double()], scale_b=[sb[0], sb[1]])
     assert all(torch.isnan(o).all() for o in outs)
+
+
+def test_inputs_in_deepgemms_spelling_get_a_pointer_to_ckgemms():
+    """(codes, scales) pairs as operands, encoded UE8M0 scales, an m_indices for group sizes, and [G, K, N]
+    weights under the default layout: each refused with the way to pass it."""
+    gen = torch.Generator().manual_seed(11)
+    x, w = torch.randn(8, 256, generator=gen), torch.randn(2, 256, 256, generator=gen)
+    a, sa = quant.per_token_cast_to_fp8(x)
+    b, sb = quant.per_block_cast_to_fp8(w)
+    sizes = torch.tensor([3, 5])
+    with pytest.raises(ckgemm.InvalidTypeError, match=r"a is a tuple.*the codes as a, the scales as scale_a="):
+        ckgemm.grouped_gemm_packed((a, sa), (b, sb), sizes)
+    bytes_ = quant.ue8m0_bytes(quant.per_token_cast_to_fp8(x, use_ue8m0=True)[1])
+    with pytest.raises(ckgemm.InvalidTypeError, match="UE8M0 exponent bytes: decode them with .*ue8m0_to_float"):
+        ckgemm.grouped_gemm_packed(a, b, sizes, scale_a=bytes_, scale_b=sb)
+    with pytest.raises(ckgemm.InvalidTypeError, match="packed UE8M0"):
+        ckgemm.grouped_gemm_packed(a, b, sizes, scale_a=sa.view(torch.int32), scale_b=sb)
+    with pytest.raises(ckgemm.InvalidArgumentError, match=r"= -1 is negative; .*torch.bincount"):
+        ckgemm.grouped_gemm_packed(a, b, torch.tensor([9, -1]), scale_a=sa, scale_b=sb)
+    bf = torch.randn(2, 256, 64, generator=gen).to(torch.bfloat16)  # torch._grouped_mm's [G, K, N]
+    with pytest.raises(ckgemm.InvalidArgumentError, match="pass layout='RR'"):
+        ckgemm.grouped_gemm_packed(x.to(torch.bfloat16), bf, sizes)
+    assert ckgemm.grouped_gemm_packed(x.to(torch.bfloat16), bf, sizes, layout="RR").shape == (8, 64)

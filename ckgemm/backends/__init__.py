@@ -40,12 +40,16 @@ def available_backends(device: torch.device | str | None = None) -> list[str]:
 _SELECTED: dict = {}
 
 
+def check_backend_type(backend, op: str | None = None) -> None:
+    if backend is not None and not isinstance(backend, str):
+        raise InvalidTypeError(f"{_where(op)}backend must be a str (one of {BACKEND_NAMES}) or None, got "
+                               f"{type(backend).__name__}")
+
+
 def select(backend: str | None, device: torch.device, op: str | None = None):
     """The backend module to run on ``device``: the one asked for, or the best available (errors name
     ``op``). What a device can run does not change within a process, so successful choices are cached."""
-    if backend is not None and not isinstance(backend, str):  # (unhashable values never reach the cache)
-        raise InvalidTypeError(f"{_where(op)}backend must be a str (one of {BACKEND_NAMES}) or None, got "
-                               f"{type(backend).__name__}")
+    check_backend_type(backend, op)  # (unhashable values never reach the cache)
     key = (backend, device)
     module = _SELECTED.get(key)
     if module is None:

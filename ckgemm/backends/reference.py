@@ -12,10 +12,9 @@ On a GPU the packed form reads group sizes back to the host (one sync); the nati
 """
 from __future__ import annotations
 
-import contextlib
-
 import torch
 
+from .._precision import ieee_fp32_matmul
 from ..dtypes import DtypeRule
 from ..validate_scales import BLOCK
 
@@ -26,25 +25,11 @@ def unavailable_reason(device: torch.device) -> str | None:
     return None  # runs wherever torch runs
 
 
-@contextlib.contextmanager
-def _no_tf32():
-    if not torch.cuda.is_available():
-        yield
-        return
-    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    try:
-        yield
-    finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
-
-
 def _product(a: torch.Tensor, bk: torch.Tensor, rule: DtypeRule) -> torch.Tensor:
     """A @ B (B as a [K, N] view): exact int64 for integer inputs, fp32 otherwise."""
     if rule.exact:
         return (a.to(torch.float64) @ bk.to(torch.float64)).to(torch.int64)
-    with _no_tf32():
+    with ieee_fp32_matmul(a.device):
         return a.to(torch.float32) @ bk.to(torch.float32)
 
 

@@ -15,9 +15,11 @@ and reports the median, p10, p90 and min over the iterations. Without a GPU it t
 Graph mode (``graph=True``) captures ``fn`` once per rotated argument set and times ``graph.replay()``:
 launch overhead disappears, which is what a serving loop under graph capture sees.
 
-A ``BenchResult`` stands for its median in milliseconds wherever a number is expected, as the numbers
-``triton.testing.do_bench`` and DeepGEMM's ``bench`` return do: ``float(r)``, ``r * 1e3``, ``a / b``,
-``r < 0.5``, ``min(results)``, ``sum(results)``, ``f"{r:.3f}"``; ``str(r)`` keeps the full summary.
+A ``BenchResult`` stands for its median in milliseconds wherever a number is expected, as the number
+``triton.testing.do_bench`` returns does: ``float(r)``, ``r * 1e3`` (µs), ``a / b``, ``r < 0.5``,
+``min(results)``, ``sum(results)``, ``f"{r:.3f}"``; ``str(r)`` keeps the full summary. DeepGEMM's ``bench`` and
+``bench_kineto`` return seconds: a script ported from them multiplies by 1e3 less (``float(r) / 1e3`` is their
+number).
 """
 from __future__ import annotations
 

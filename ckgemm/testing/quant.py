@@ -109,7 +109,9 @@ def ceil_to_ue8m0(x: torch.Tensor) -> torch.Tensor:
     exponent = (bits >> 23) & 0xFF
     exponent = exponent + ((bits & 0x7FFFFF) != 0).to(torch.int32)
     rounded = (exponent.clamp(1, 254) << 23).view(torch.float32)
-    return torch.where(torch.isfinite(x), rounded, x.float())  # NaN and inf stay (as DeepGEMM's ceil_to_ue8m0)
+    # NaN and inf stay, so a block that held them dequantizes to NaN and fails its check. DeepGEMM's bit version
+    # (sgl-deep-gemm 0.1.0, utils/math.py) clamps them to 2**127 instead; finite inputs round the same.
+    return torch.where(torch.isfinite(x), rounded, x.float())
 
 
 def ue8m0_bytes(scale: torch.Tensor) -> torch.Tensor:
@@ -205,8 +207,8 @@ def cast_to_fp8(x: torch.Tensor, block: tuple[int | None, int | None], *, dtype=
 
 
 def _deepgemm_spelling(fn: str, gran, ue8m0: bool, use_ue8m0, gran_k, use_packed_ue8m0=False) -> tuple[int, bool]:
-    """DeepGEMM's spelling of the same casts: ``cast(x, use_ue8m0, gran_k=128, use_packed_ue8m0=False)`` or
-    ``cast(x, use_ue8m0, 128)`` (its second positional argument is the UE8M0 flag, its third the granularity),
+    """DeepGEMM's spelling of the same casts: ``cast(x, use_ue8m0, gran_k=128, use_packed_ue8m0=False)``, all four
+    positional or not (its second positional argument is the UE8M0 flag, its third the granularity),
     accepted beside ckgemm's ``gran`` and ``ue8m0``. Packed UE8M0 (four exponents in an int32, DeepGEMM's
     SM100 layout) is refused: ckgemm's ops take float32 scales; ``use_ue8m0=True`` gives the same powers of
     two as float32."""
@@ -230,9 +232,9 @@ def _deepgemm_spelling(fn: str, gran, ue8m0: bool, use_ue8m0, gran_k, use_packed
     return gran, ue8m0
 
 
-def per_token_cast_to_fp8(x, gran: int = 128, gran_k: int | None = None, *, dtype=torch.float8_e4m3fn,
-                          ue8m0: bool = False, amax_floor: float = DEFAULT_AMAX_FLOOR,
-                          use_ue8m0: bool | None = None, use_packed_ue8m0: bool = False) -> Quantized:
+def per_token_cast_to_fp8(x, gran: int = 128, gran_k: int | None = None, use_packed_ue8m0: bool = False, *,
+                          dtype=torch.float8_e4m3fn, ue8m0: bool = False, amax_floor: float = DEFAULT_AMAX_FLOOR,
+                          use_ue8m0: bool | None = None) -> Quantized:
     """One scale per row and ``gran`` columns (1 x gran), the usual activation recipe. DeepGEMM's
     ``per_token_cast_to_fp8(x, use_ue8m0, gran_k=128)`` spelling works too."""
     gran, ue8m0 = _deepgemm_spelling("per_token_cast_to_fp8", gran, ue8m0, use_ue8m0, gran_k,
@@ -240,9 +242,9 @@ def per_token_cast_to_fp8(x, gran: int = 128, gran_k: int | None = None, *, dtyp
     return cast_to_fp8(x, (1, gran), dtype=dtype, ue8m0=ue8m0, amax_floor=amax_floor)
 
 
-def per_block_cast_to_fp8(x, gran: int = 128, gran_k: int | None = None, *, dtype=torch.float8_e4m3fn,
-                          ue8m0: bool = False, amax_floor: float = DEFAULT_AMAX_FLOOR,
-                          use_ue8m0: bool | None = None, use_packed_ue8m0: bool = False) -> Quantized:
+def per_block_cast_to_fp8(x, gran: int = 128, gran_k: int | None = None, use_packed_ue8m0: bool = False, *,
+                          dtype=torch.float8_e4m3fn, ue8m0: bool = False, amax_floor: float = DEFAULT_AMAX_FLOOR,
+                          use_ue8m0: bool | None = None) -> Quantized:
     """One scale per gran x gran block, the usual weight recipe (DeepGEMM's spelling works too)."""
     gran, ue8m0 = _deepgemm_spelling("per_block_cast_to_fp8", gran, ue8m0, use_ue8m0, gran_k,
                                      use_packed_ue8m0)
@@ -261,9 +263,9 @@ def per_tensor_cast_to_fp8(x, *, dtype=torch.float8_e4m3fn, ue8m0: bool = False,
     return cast_to_fp8(x, (None, None), dtype=dtype, ue8m0=ue8m0, amax_floor=amax_floor)
 
 
-def per_channel_cast_to_fp8(x, gran: int = 128, gran_k: int | None = None, *, dtype=torch.float8_e4m3fn,
-                            ue8m0: bool = False, amax_floor: float = DEFAULT_AMAX_FLOOR,
-                            use_ue8m0: bool | None = None, use_packed_ue8m0: bool = False) -> Quantized:
+def per_channel_cast_to_fp8(x, gran: int = 128, gran_k: int | None = None, use_packed_ue8m0: bool = False, *,
+                            dtype=torch.float8_e4m3fn, ue8m0: bool = False, amax_floor: float = DEFAULT_AMAX_FLOOR,
+                            use_ue8m0: bool | None = None) -> Quantized:
     """One scale per column and ``gran`` rows (gran x 1), DeepGEMM's recipe for K-major wgrad operands
     (DeepGEMM's spelling works too)."""
     gran, ue8m0 = _deepgemm_spelling("per_channel_cast_to_fp8", gran, ue8m0, use_ue8m0, gran_k,

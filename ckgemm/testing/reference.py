@@ -16,6 +16,7 @@ import contextlib
 
 import torch
 
+from .._precision import ieee_fp32_matmul
 from .quant import Quantized, dequant, expand_scale, from_pair
 
 LAYOUTS = ("RC", "RR")
@@ -35,15 +36,8 @@ def _plain_matmul(device: torch.device):
         finally:
             torch.backends.mkldnn.enabled = saved
         return
-    if not torch.cuda.is_available():
+    with ieee_fp32_matmul(device):
         yield
-        return
-    saved = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    try:
-        yield
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = saved
 
 
 def _shape(x) -> tuple[int, ...]:
