@@ -22,9 +22,6 @@ from grouped_gemm_cli.perf import mfu_pct, perf_line, time_run, work  # noqa: E4
 from grouped_gemm_cli.plan import cells, make_plan  # noqa: E402
 from grouped_gemm_cli.summary import print_summary, write_csv  # noqa: E402
 
-SMOKE_TIMING = {"warmup": 1, "repeat": 3}
-
-
 def _header(args, plan) -> None:
     backend = args.backend or (ckgemm.available_backends(plan.device) or ["?"])[0]
     print(f"ckgemm grouped GEMM: seed {args.seed}; device {device_info.device_name(plan.device)}; backend {backend}; "
@@ -45,12 +42,28 @@ def _timed_row(item, variant, layout, outcome, prepared, ceilings, timing, devic
                 **({"mfu_pct": mfu} if mfu is not None else {}))
 
 
+def _checked_timing(item, variant, layout, outcome, prepared, recheck, ceilings, timing, device, aiter) -> dict:
+    """The timing columns, after which the outputs the timed calls left are judged again; an error while
+    timing, or outputs that no longer pass, fail the cell (``passed``/``error`` in the returned columns)."""
+    label = f"{variant.label} {layout} {item.form} {item.case}"
+    try:
+        columns = _timed_row(item, variant, layout, outcome, prepared, ceilings, timing, device, aiter)
+    except Exception as exc:  # noqa: BLE001 - an error while timing fails this cell; the run goes on
+        print(f"FAIL {label}: while timing: {type(exc).__name__}: {exc}")
+        return {"passed": False, "error": {"error": f"while timing: {type(exc).__name__}"}}
+    again = recheck()
+    if not again.passed:
+        print(f"FAIL {label}: the outputs of the timed calls no longer pass\n{again.report}")
+        return {**columns, "passed": False, "error": {**again.summary, "error": "after timing"}}
+    return columns
+
+
 def run_cases(args, plan, report: Report, ceilings) -> int:
     failures = 0
-    timing = SMOKE_TIMING if args.smoke else {"warmup": args.warmup, "repeat": args.repeat}
+    timing = {"warmup": args.warmup, "repeat": args.repeat}
     for variant, layout, item in cells(plan):
-        outcome, prepared = run_correctness(item.case, variant, layout, item.form, args.seed, plan.device,
-                                            args.backend)
+        outcome, prepared, recheck = run_correctness(item.case, variant, layout, item.form, args.seed, plan.device,
+                                                     args.backend)
         failures += not outcome.passed
         status = "PASS" if outcome.passed else "FAIL"
         print(f"{status} {variant.label:4s} {layout} {item.form:6s} {item.case}  [{outcome.kernel}]")
@@ -58,7 +71,10 @@ def run_cases(args, plan, report: Report, ceilings) -> int:
             print(outcome.report)
         row = cell_row(variant, layout, item, outcome, args.backend)
         if outcome.passed and item.perf and not args.no_perf and item.case.flops > 0:
-            row.update(_timed_row(item, variant, layout, outcome, prepared, ceilings, timing, plan.device, args.aiter))
+            timed = _checked_timing(item, variant, layout, outcome, prepared, recheck, ceilings, timing, plan.device,
+                                    args.aiter)
+            row.update(timed)
+            failures += not timed.get("passed", True)
         report.add(**row)
     return failures
 

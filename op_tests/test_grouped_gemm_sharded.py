@@ -29,14 +29,18 @@ from grouped_gemm_cli.correctness import cell_row, run_correctness  # noqa: E402
 from grouped_gemm_cli.plan import cells, make_plan  # noqa: E402
 
 
-def split_argv(argv):
-    """(launch options, the rest for test_grouped_gemm.py's parser)."""
+def launch_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument("--nproc", type=int, default=None, help="self-start N ranks (fork on CPU, spawn on GPU)")
     p.add_argument("--comm", default="auto", choices=("auto", "gloo", "nccl"),
                    help="auto: nccl when every rank of this host gets a GPU, else gloo")
     p.add_argument("--timeout", type=float, default=300, help="collective timeout in seconds")
-    return p.parse_known_args(argv)
+    return p
+
+
+def split_argv(argv):
+    """(launch options, the rest for test_grouped_gemm.py's parser)."""
+    return launch_parser().parse_known_args(argv)
 
 
 def run_shard(world, args) -> dict:
@@ -45,7 +49,7 @@ def run_shard(world, args) -> dict:
     plan = make_plan(args)
     rows = []
     for variant, layout, item in cells(plan)[world.rank::world.size]:
-        outcome, _ = run_correctness(item.case, variant, layout, item.form, args.seed, plan.device, args.backend)
+        outcome, _, _ = run_correctness(item.case, variant, layout, item.form, args.seed, plan.device, args.backend)
         print(f"[rank {world.rank}] {'PASS' if outcome.passed else 'FAIL'} {variant.label:4s} {layout} "
               f"{item.form:6s} {item.case}" + ("" if outcome.passed else f"\n{outcome.report}"), flush=True)
         rows.append({**cell_row(variant, layout, item, outcome, args.backend), "rank": world.rank})
@@ -70,7 +74,7 @@ def run_shard(world, args) -> dict:
 
 def main(argv=None) -> int:
     launch_opts, rest = split_argv(sys.argv[1:] if argv is None else argv)
-    args = parse_args(rest)
+    args = parse_args(rest, prog="test_grouped_gemm_sharded.py", parents=[launch_parser()])
     refused = [flag for flag, given in (("--aiter", args.aiter), ("--csv", args.csv), ("--baseline", args.baseline))
                if given]
     if refused:

@@ -143,3 +143,17 @@ def test_raise_on_failure_false_returns_the_failed_report():
     report = check(outs, refs, in_dtype=torch.float16, k=64, raise_on_failure=False)
     assert not report.passed and [g.passed for g in report.groups] == [True, False]
     assert report.groups[1].stats.examples[0][0] == (2, 3) and "FAILED: 1 of 2 groups fail" in str(report)
+
+
+@pytest.mark.parametrize("fault", ["times 1.01", "rounded to e4m3"])
+def test_unscaled_fp8_outputs_off_by_a_percent_or_rounded_to_fp8_fail(fault):
+    """fp8 x fp8 products are exact in fp32: the check uses the accumulation model, not CK-tile's 3-bit compute
+    term (rtol 2^-4), under which these faults passed."""
+    gen = torch.Generator().manual_seed(5)
+    a = (torch.randn(64, 512, generator=gen) * 4).to(torch.float8_e4m3fn)
+    b = (torch.randn(96, 512, generator=gen) * 4).to(torch.float8_e4m3fn)
+    ref = a.float() @ b.float().t()
+    out = ref * 1.01 if fault == "times 1.01" else ref.to(torch.float8_e4m3fn).float()
+    assert check(ref.clone(), ref, in_dtype=torch.float8_e4m3fn, k=512).passed
+    with pytest.raises(AssertionError):
+        check(out, ref, in_dtype=torch.float8_e4m3fn, k=512)

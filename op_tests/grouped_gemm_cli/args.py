@@ -57,9 +57,11 @@ def _quant(text: str) -> str:
     return name
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "test_grouped_gemm.py", parents=()) -> argparse.ArgumentParser:
+    """``parents``: parsers whose options the command adds (test_grouped_gemm_sharded.py's launch options), so
+    that ``--help`` lists them too."""
     p = argparse.ArgumentParser(
-        prog="test_grouped_gemm.py", description="Check and time ckgemm's grouped GEMM against a reference and peers.",
+        prog=prog, parents=list(parents), description="Check and time ckgemm's grouped GEMM against a reference and peers.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     shape = p.add_argument_group("shape")
     shape.add_argument("-g", "--groups", type=int, default=4, help="number of groups (experts with --moe); default 4")
@@ -75,8 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="token split for --moe (default: all four)")
     what = p.add_argument_group("what to run")
     what.add_argument("--smoke", action="store_true",
-                      help="a fixed small set: every dtype x layout x form over edge shapes, plus bad inputs "
-                           "(with --moe/--variable/--heterogeneous: those cases too)")
+                      help="a fixed small set: every dtype x layout, the list form over edge shapes and the packed "
+                           "form over MoE splits, plus bad inputs (with --moe/--variable/--heterogeneous: those cases "
+                           "too); timed with --warmup 1 --repeat 3 unless they are given")
     what.add_argument("-d", "--dtype", type=_dtype, nargs="+", default=["all"], metavar="DTYPE",
                       help="input dtype(s): fp16 bf16 fp8 int8 (aiter's i8 too) or all (default); fp8 is the "
                            "device's flavour (e4m3fn, or e4m3fnuz on gfx942). e.g.: -d bf16 fp8")
@@ -98,8 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="also time a loop of aiter's GEMMs where aiter is importable (ROCm); aiter may "
                            "JIT-compile its modules on the first call, which takes minutes")
     timing = p.add_argument_group("timing")
-    timing.add_argument("--warmup", type=int, default=5, help="untimed calls first; default 5")
-    timing.add_argument("--repeat", type=int, default=20, help="timed calls; default 20")
+    timing.add_argument("--warmup", type=int, default=None, help="untimed calls first; default 5 (1 with --smoke)")
+    timing.add_argument("--repeat", type=int, default=None, help="timed calls; default 20 (3 with --smoke)")
     out = p.add_argument_group("output")
     out.add_argument("--json", metavar="PATH", help="write the report as JSON")
     out.add_argument("--markdown", metavar="PATH", help="write the report as markdown")
@@ -121,12 +124,16 @@ def _normalise(args: argparse.Namespace) -> None:
     args.quant = tuple(dict.fromkeys(recipes))
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    parser = build_parser()
+def parse_args(argv=None, prog: str = "test_grouped_gemm.py", parents=()) -> argparse.Namespace:
+    parser = build_parser(prog, parents)
     args = parser.parse_args(argv)
     for name in ("groups", "warmup", "repeat"):
-        if getattr(args, name) < (1 if name != "warmup" else 0):
+        value = getattr(args, name)
+        if value is not None and value < (1 if name != "warmup" else 0):
             parser.error(f"--{name} must be positive")
+    for name, default, smoke in (("warmup", 5, 1), ("repeat", 20, 3)):  # --smoke times briefly unless told
+        if getattr(args, name) is None:
+            setattr(args, name, smoke if args.smoke else default)
     for name in ("m", "n", "k"):
         if getattr(args, name) < 0:
             parser.error(f"--{name} must be >= 0")

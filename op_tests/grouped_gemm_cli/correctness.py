@@ -1,7 +1,8 @@
 """Run one (case, variant, layout, form) through ckgemm into NaN-poisoned outputs and judge it against
-ckgemm.testing's reference with CK-tile's per-group tolerances (int8 exact). Scaled variants (``--quant``)
-are judged against the reference with the same quantization, under the scaled tolerance and a calc_diff
-bound (``numeric.scaled_max_diff``)."""
+ckgemm.testing's reference (computed beforehand from the op's inputs, which must come back unchanged) with
+CK-tile's per-group tolerances (int8 exact; fp8 by the accumulation model, its products being exact). Scaled
+variants (``--quant``) are judged against the reference with the same quantization, under the scaled tolerance
+and a calc_diff bound (``numeric.scaled_max_diff``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -107,11 +108,11 @@ def judge(outs, refs, dtype: torch.dtype, ks, name: str, scaled: bool = False) -
         ok, summary = _gpu_passes(outs, refs, dtype, ks, scaled, bound)
         if ok:
             return Outcome(True, summary)
-    try:
-        report = check(outs, refs, in_dtype=dtype, k=list(ks), name=name, scaled=scaled, max_diff=bound)
-    except AssertionError as exc:
-        return Outcome(False, {"mismatches": "see report"}, str(exc))
+    report = check(outs, refs, in_dtype=dtype, k=list(ks), name=name, scaled=scaled, max_diff=bound,
+                   raise_on_failure=False)
     summary = {k: report.summary()[k] for k in ("mismatches", "max_abs_err") + (("calc_diff",) if scaled else ())}
+    if not report.passed:
+        return Outcome(False, summary, str(report))
     if on_gpu:  # gpu_verify failed but the CPU check passed: the two paths disagree, which is a bug too
         return Outcome(False, summary, "gpu_verify and check disagree:\n" + str(report))
     return Outcome(True, summary)
@@ -134,16 +135,33 @@ def cell_row(variant: Variant, layout: str, item, outcome: Outcome, backend) -> 
                 kernel=outcome.kernel)
 
 
+def _inputs(p: Prepared) -> list:
+    seq = (lambda x: list(x) if isinstance(x, (list, tuple)) else [x])
+    return [t for x in (p.a, p.b, p.sizes, p.scale_a, p.scale_b) if x is not None for t in seq(x)]
+
+
 def run_correctness(case, variant: Variant, layout: str, form: str, seed: int, device, backend):
-    """Returns (Outcome, Prepared). An exception from the op is a failure, reported with its message."""
+    """Returns (Outcome, Prepared, recheck). The reference is computed before the op runs, from the inputs it
+    is given, and the inputs are compared with copies afterwards: an op that writes its inputs fails. An
+    exception from the op is a failure, reported with its message. ``recheck()`` judges the outputs again
+    against the same reference (after timing: the timed calls' results are checked too)."""
     p = prepare(case, variant, layout, form, seed, device, backend)
     name = f"{variant.label} {layout} {form} {case}"
+    outs, refs = _references(p, case)
+    before = [t.clone() for t in _inputs(p)]
     try:
         p.call()
     except Exception as exc:  # noqa: BLE001 - any error of the op is a failed case, reported as such
-        return Outcome(False, {"error": type(exc).__name__}, f"{name}: {type(exc).__name__}: {exc}"), p
+        return Outcome(False, {"error": type(exc).__name__}, f"{name}: {type(exc).__name__}: {exc}"), p, None
     record = ckgemm.last_dispatch()
-    outs, refs = _references(p, case)
-    outcome = judge(outs, refs, variant.dtype, case.ks, name, scaled=p.scaled)
+    bits = (lambda t: t.reshape(-1).view(torch.uint8))  # bit for bit: NaN codes compare equal to themselves
+    changed = [i for i, (t, c) in enumerate(zip(_inputs(p), before)) if not torch.equal(bits(t), bits(c))]
+    if changed:
+        return Outcome(False, {"error": "input written"}, f"{name}: the op changed its inputs (tensors {changed} "
+                       "of a, b, group sizes and scales, in that order)"), p, None
+
+    def recheck() -> Outcome:
+        return judge(outs, refs, variant.dtype, case.ks, name, scaled=p.scaled)
+    outcome = recheck()
     outcome.dispatch, outcome.kernel = str(record), kernel_config(record)
-    return outcome, p
+    return outcome, p, recheck
