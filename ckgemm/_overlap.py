@@ -32,6 +32,12 @@ class Rows(NamedTuple):
         return self.base + (self.count - 1) * self.stride + self.width
 
 
+def _is_fake(t) -> bool:
+    from torch._subclasses.fake_tensor import is_fake  # (only tensor subclasses get here)
+
+    return is_fake(t)
+
+
 def rows_of(name: str, t: torch.Tensor) -> Rows | None:
     """Row model of a 0-D, 1-D, 2-D or 3-D tensor whose innermost stride is 1; None if it holds no element
     or has no memory (a meta tensor: address 0). (Called on every validated call: few tensor attribute
@@ -42,6 +48,8 @@ def rows_of(name: str, t: torch.Tensor) -> Rows | None:
     es = t.element_size()
     space = 0
     try:
+        if type(t) is not torch.Tensor and _is_fake(t):  # its data_ptr() warns and gives 0 ("no memory")
+            raise RuntimeError
         base = t.data_ptr()
         if base == 0:
             return None

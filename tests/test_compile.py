@@ -239,3 +239,17 @@ def test_meta_and_fake_tensors_get_shapes_without_reading_sizes():
         a, b = torch.empty(30, 64, dtype=_BF), torch.empty(3, 48, 64, dtype=_BF)
         assert ckgemm.grouped_gemm_packed(a, b, torch.tensor([10, 0, 20])).shape == (30, 48)
         assert [c.shape for c in ckgemm.grouped_gemm([a[:10], a[10:]], [b[0], b[1]])] == [(10, 48), (20, 48)]
+
+
+def test_a_plain_fake_tensor_mode_refuses_outputs_aliasing_inputs():
+    """The fake kernels' overlap check read data_ptr(), which a FakeTensor answers with 0 ("no memory") and a
+    deprecation warning, so outside Dynamo an aliasing output went through."""
+    import warnings
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with FakeTensorMode():
+            buf, w, s = torch.empty(6, 32, dtype=_BF), torch.empty(2, 16, 32, dtype=_BF), torch.tensor([2, 4])
+            with pytest.raises(ckgemm.InvalidArgumentError, match="out overlaps a"):
+                ckgemm.grouped_gemm_packed(buf, w, s, out=buf[:, :16])
+            ckgemm.grouped_gemm_packed(buf, w, s, out=torch.empty(6, 16, dtype=_BF))
