@@ -32,8 +32,9 @@ class Rows(NamedTuple):
         return self.base + (self.count - 1) * self.stride + self.width
 
 
-def _is_fake(t) -> bool:
-    from torch._subclasses.fake_tensor import is_fake  # (only tensor subclasses get here)
+def is_fake_tensor(t) -> bool:
+    """A FakeTensor (callers test ``type(t) is not torch.Tensor`` first: plain tensors never get here)."""
+    from torch._subclasses.fake_tensor import is_fake
 
     return is_fake(t)
 
@@ -48,7 +49,7 @@ def rows_of(name: str, t: torch.Tensor) -> Rows | None:
     es = t.element_size()
     space = 0
     try:
-        if type(t) is not torch.Tensor and _is_fake(t):  # its data_ptr() warns and gives 0 ("no memory")
+        if type(t) is not torch.Tensor and is_fake_tensor(t):  # its data_ptr() warns and gives 0 ("no memory")
             raise RuntimeError
         base = t.data_ptr()
         if base == 0:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from . import _compile, backends, prepack, validate
+from ._overlap import is_fake_tensor
 from .backends.routes import REJECTED_MARK, UNSUPPORTED_MARK
 from .errors import BackendUnavailableError, InternalError
 
@@ -116,8 +117,6 @@ def grouped_gemm(a_list, b_list, *, layout: str | None = None, backend: str | No
                                                              out_dtype))
         _LAST.native = native
         return outs
-    if _first_ok(a_list) and _traced(a_list[0]):
-        return _compile.listed(a_list, b_list, None, layout, backend, scale_a, scale_b, out_dtype)
     problem = validate.validate_list(op, a_list, b_list, layout, scale_a, scale_b, out_dtype)
     module = backends.select(backend, problem.device, op)
     c_list = [torch.empty((m, n), dtype=problem.output, device=problem.device) for m, n, _ in problem.shapes]
@@ -153,8 +152,6 @@ def grouped_gemm_out(a_list, b_list, c_list, *, layout: str | None = None, backe
             _explain(op, exc, check)
         _LAST.native = native
         return list(c_list)
-    if _first_ok(a_list) and _traced(a_list[0]) and isinstance(c_list, (list, tuple)):
-        return _compile.listed(a_list, b_list, c_list, layout, backend, scale_a, scale_b, out_dtype)
     problem = check()
     module = backends.select(backend, problem.device, op)
     _record(op, module, problem, module.run_list(problem, a_list, b_list, c_list, scale_a, scale_b))
@@ -174,6 +171,7 @@ def grouped_gemm_packed(a, b, group_sizes, *, layout: str | None = None, out: to
     free of host syncs and can be captured in a CUDA/HIP graph.
     """
     op = "grouped_gemm_packed"
+    validate.check_sizes_flag(op, check_sizes)
     compiling = torch.compiler.is_compiling()
     if not compiling:
         _forget()
@@ -187,7 +185,10 @@ def grouped_gemm_packed(a, b, group_sizes, *, layout: str | None = None, out: to
     native = backends.native_for(backend, a) if isinstance(a, torch.Tensor) and not check_sizes else None
     if native is not None:
         return _native_packed(native, op, a, b, group_sizes, out, scale_a, scale_b, layout, out_dtype, check)
-    if _traced(a):
+    if _sizes_unreadable(group_sizes):  # validated as eagerly, but without reading the sizes, then one op node
+        problem = validate.validate_packed(op, a, b, group_sizes, layout, out, check_sizes, scale_a, scale_b,
+                                           out_dtype, read_sizes=False)
+        backends.select(backend, problem.device, op)
         return _compile.packed(a, b, group_sizes, layout, out, backend, check_sizes, scale_a, scale_b, out_dtype)
     problem = check()
     module = backends.select(backend, problem.device, op)
@@ -215,15 +216,18 @@ def _first_ok(seq) -> bool:
     return isinstance(seq, (list, tuple)) and len(seq) > 0 and isinstance(seq[0], torch.Tensor)
 
 
-_PROXY, _FAKE = torch._C._TorchDispatchModeKey.PROXY, torch._C._TorchDispatchModeKey.FAKE
+def _sizes_unreadable(sizes) -> bool:
+    """The packed form's group sizes must not be read on the host: under make_fx (pre-dispatch too) a read
+    would bake them into the graph as constants; meta and fake sizes hold no values. The registered op with
+    its fake kernel is what these need, as under torch.compile (checked off the native hot path). A real CPU
+    sizes tensor under a plain FakeTensorMode is read, as before."""
+    if not isinstance(sizes, torch.Tensor):
+        return False
+    if sizes.is_meta or type(sizes) is not torch.Tensor and is_fake_tensor(sizes):
+        return True
+    from torch.fx.experimental.proxy_tensor import get_proxy_mode
 
-
-def _traced(t) -> bool:
-    """Under make_fx or a FakeTensorMode, or on meta tensors, the torch reference would read the group sizes on
-    the host: baked into the trace as constants, or not readable at all. The registered op with its fake kernel
-    is what these need, as torch.compile does (checked off the native hot path)."""
-    return isinstance(t, torch.Tensor) and (t.is_meta or torch._C._get_dispatch_mode(_PROXY) is not None
-                                            or torch._C._get_dispatch_mode(_FAKE) is not None)
+    return get_proxy_mode() is not None
 
 
 def _forget() -> None:

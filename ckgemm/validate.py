@@ -232,10 +232,16 @@ def _check_group_sizes(op, group_sizes, groups, device) -> None:
         raise InvalidArgumentError(f"{op}: b has G=0 groups; give at least one group", rule=Rule.GROUPS_ZERO)
 
 
-def validate_packed(op: str, a, b, group_sizes, layout, out, check_sizes: bool | None, scale_a=None, scale_b=None,
-                    out_dtype=None) -> PackedProblem:
+def check_sizes_flag(op: str, check_sizes) -> None:
     if check_sizes is not None and not isinstance(check_sizes, bool):
         raise InvalidTypeError(f"{op}: check_sizes must be a bool or None, got {type(check_sizes).__name__}")
+
+
+def validate_packed(op: str, a, b, group_sizes, layout, out, check_sizes: bool | None, scale_a=None, scale_b=None,
+                    out_dtype=None, read_sizes: bool = True) -> PackedProblem:
+    """``read_sizes=False``: leave the size values unread even on the CPU (tracing: they are fake, or a trace
+    would bake them in); the op checks them when it runs."""
+    check_sizes_flag(op, check_sizes)
     layout = check_layout(op, layout)
     check_tensor(op, None, "a", a, 2)
     check_tensor(op, None, "b", b, 3)
@@ -261,7 +267,7 @@ def validate_packed(op: str, a, b, group_sizes, layout, out, check_sizes: bool |
         check_packed_overlap(op, a, b, out, scale_a, scale_b)
         out_dt = dtype
     sizes = None
-    if group_sizes.device.type == "cpu" or check_sizes:
+    if read_sizes and (group_sizes.device.type == "cpu" or check_sizes):
         sizes = tuple(int(s) for s in group_sizes.tolist())
         check_group_size_values(op, sizes, rows)
     return PackedProblem(rule, device, layout, groups, rows, n, k, sizes, recipe, out_dt)

@@ -47,11 +47,12 @@ def _checked_timing(item, variant, layout, outcome, prepared, recheck, ceilings,
     timing, or outputs that no longer pass, fail the cell (``passed``/``error`` in the returned columns)."""
     label = f"{variant.label} {layout} {item.form} {item.case}"
     try:
+        prepared.poison()
         columns = _timed_row(item, variant, layout, outcome, prepared, ceilings, timing, device, aiter)
+        again = recheck()
     except Exception as exc:  # noqa: BLE001 - an error while timing fails this cell; the run goes on
         print(f"FAIL {label}: while timing: {type(exc).__name__}: {exc}")
         return {"passed": False, "error": {"error": f"while timing: {type(exc).__name__}"}}
-    again = recheck()
     if not again.passed:
         print(f"FAIL {label}: the outputs of the timed calls no longer pass\n{again.report}")
         return {**columns, "passed": False, "error": {**again.summary, "error": "after timing"}}

@@ -30,7 +30,7 @@ from grouped_gemm_cli.plan import cells, make_plan  # noqa: E402
 
 
 def launch_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(add_help=False)
+    p = argparse.ArgumentParser(add_help=False, allow_abbrev=False)  # "--n 512" is the shape's N, not --nproc
     p.add_argument("--nproc", type=int, default=None, help="self-start N ranks (fork on CPU, spawn on GPU)")
     p.add_argument("--comm", default="auto", choices=("auto", "gloo", "nccl"),
                    help="auto: nccl when every rank of this host gets a GPU, else gloo")

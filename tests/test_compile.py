@@ -220,12 +220,12 @@ def test_make_fx_traces_the_op_with_the_sizes_as_an_input():
     baked into the graph, which then computed the example's split for any sizes."""
     from torch.fx.experimental.proxy_tensor import make_fx
     a, b, sizes = _inputs()
-    graph = make_fx(lambda x, s: ckgemm.grouped_gemm_packed(x, b, s))(a, sizes)
     other = torch.tensor([25, 5, 0])
-    assert torch.equal(graph(a, other), ckgemm.grouped_gemm_packed(a, b, other))
-    assert "ckgemm.grouped_gemm_packed" in graph.code
-    lists = make_fx(lambda x: ckgemm.grouped_gemm([x[:10], x[10:]], [b[0], b[2]]))(a)
-    assert "ckgemm.grouped_gemm" in lists.code
+    for pre_dispatch in (False, True):
+        graph = make_fx(lambda x, s: ckgemm.grouped_gemm_packed(x, b, s), pre_dispatch=pre_dispatch)(a, sizes)
+        assert torch.equal(graph(a, other), ckgemm.grouped_gemm_packed(a, b, other)), pre_dispatch
+        assert "ckgemm.grouped_gemm_packed" in graph.code, pre_dispatch
+    lists = make_fx(lambda x: ckgemm.grouped_gemm([x[:10], x[10:]], [b[0], b[2]]))(a)  # no sizes to bake in
     assert all(torch.equal(p, q) for p, q in zip(lists(a), ckgemm.grouped_gemm([a[:10], a[10:]], [b[0], b[2]])))
 
 
@@ -239,6 +239,26 @@ def test_meta_and_fake_tensors_get_shapes_without_reading_sizes():
         a, b = torch.empty(30, 64, dtype=_BF), torch.empty(3, 48, 64, dtype=_BF)
         assert ckgemm.grouped_gemm_packed(a, b, torch.tensor([10, 0, 20])).shape == (30, 48)
         assert [c.shape for c in ckgemm.grouped_gemm([a[:10], a[10:]], [b[0], b[1]])] == [(10, 48), (20, 48)]
+    real_sizes = torch.tensor([10, 0, 20])  # made outside the mode: read as before
+    with FakeTensorMode():
+        a, b = torch.empty(30, 64, dtype=_BF), torch.empty(3, 48, 64, dtype=_BF)
+        assert ckgemm.grouped_gemm_packed(a, b, real_sizes).shape == (30, 48)
+
+
+def test_meta_and_fake_calls_are_validated_as_eager_ones():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    meta = (lambda *s, dtype=_BF: torch.empty(*s, dtype=dtype, device="meta"))
+    sizes = torch.tensor([10, 0, 20], device="meta")
+    with pytest.raises(ckgemm.InvalidArgumentError, match="K mismatch"):
+        ckgemm.grouped_gemm_packed(meta(30, 64), meta(3, 48, 32), sizes)
+    with pytest.raises(ckgemm.InvalidTypeError, match="float32"):
+        ckgemm.grouped_gemm_packed(meta(30, 64, dtype=torch.float32), meta(3, 48, 64, dtype=torch.float32), sizes)
+    with pytest.raises(ckgemm.InvalidArgumentError, match="out"):
+        ckgemm.grouped_gemm_packed(meta(30, 64), meta(3, 48, 64), sizes, out=meta(30, 47))
+    with FakeTensorMode():
+        a, b = torch.empty(30, 64, dtype=_BF), torch.empty(3, 48, 64, dtype=_BF)
+        with pytest.raises(ckgemm.InvalidArgumentError, match="length G=3"):
+            ckgemm.grouped_gemm_packed(a, b, torch.tensor([10, 20]))
 
 
 def test_a_plain_fake_tensor_mode_refuses_outputs_aliasing_inputs():

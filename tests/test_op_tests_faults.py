@@ -8,6 +8,7 @@ import json
 import pytest
 import torch
 
+import ckgemm
 import ckgemm.backends.reference as reference_backend
 from support import op_tests_on_one_thread
 
@@ -71,3 +72,30 @@ def test_unscaled_fp8_off_by_a_percent_fails(cli, monkeypatch, capsys):
     monkeypatch.setattr(reference_backend, "matmul", lambda a, b, layout, rule: real(a, b, layout, rule) * 1.01)
     assert cli.main([*SMALL, "--k", "256", "--backend", "torch", "--dtype", "fp8", "--layout", "RC", "--no-perf"]) == 1
     assert "FAIL fp8" in capsys.readouterr().out
+
+
+def test_fp8_asked_for_on_a_device_without_it_exits_2(cli, monkeypatch, capsys):
+    """Nothing asked for can run: 2, as the epilog says, not 1 (a failed check)."""
+    def no_fp8(device):
+        raise ValueError(f"device {device} has no fp8 support")
+
+    monkeypatch.setattr(ckgemm, "fp8_dtype_for", no_fp8)
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([*SMALL, "--dtype", "fp8", "--no-perf"])
+    assert exit_.value.code == 2 and "--dtype fp8: device" in capsys.readouterr().err
+
+
+def test_timed_calls_that_stop_writing_fail(cli, monkeypatch, capsys):
+    """The outputs are poisoned again before timing, so calls that write nothing after the first are seen."""
+    real, calls = reference_backend.run_list, {"n": 0}
+
+    def writes_once(problem, a_list, b_list, c_list, scale_a=None, scale_b=None):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            return real(problem, a_list, b_list, c_list, scale_a, scale_b)
+        return ("skipped",) * len(c_list)
+
+    monkeypatch.setattr(reference_backend, "run_list", writes_once)
+    argv = [*SMALL, "--backend", "torch", "--dtype", "bf16", "--layout", "RC", "--warmup", "1", "--repeat", "2"]
+    assert cli.main(argv) == 1
+    assert "outputs of the timed calls no longer pass" in capsys.readouterr().out

@@ -49,6 +49,25 @@ def test_legacy_setting_kept_and_later_opt_in_works(restore_flags):
         torch.backends.fp32_precision = "none"
 
 
+@pytest.mark.skipif(not NEW_API, reason="torch without fp32_precision")
+@pytest.mark.parametrize("user", ["set_float32_matmul_precision('high')", "allow_tf32 = True"])
+def test_legacy_opt_in_readable_inside_and_restored(restore_flags, user):
+    """A legacy opt-in stays readable inside the block (the two APIs agree there) and comes back after."""
+    saved_legacy = torch.get_float32_matmul_precision()
+    try:
+        if user.startswith("set_"):
+            torch.set_float32_matmul_precision("high")
+        else:
+            FLAGS.allow_tf32 = True
+        before = (torch.get_float32_matmul_precision(), FLAGS.allow_tf32, FLAGS.fp32_precision)
+        with ieee_fp32_matmul(CUDA):
+            assert FLAGS.allow_tf32 is False and torch.get_float32_matmul_precision() == "highest"
+            assert FLAGS.fp32_precision == "ieee"
+        assert (torch.get_float32_matmul_precision(), FLAGS.allow_tf32, FLAGS.fp32_precision) == before
+    finally:
+        torch.set_float32_matmul_precision(saved_legacy)
+
+
 def test_other_devices_untouched(restore_flags, monkeypatch):
     """CPU tensors on a machine with a GPU: the op's torch backend leaves the flags alone (it used to set and
     restore the legacy flag whenever CUDA was available, which raises after the new API was used)."""

@@ -118,13 +118,17 @@ def _finite_max_abs(ref: torch.Tensor) -> float:
     return float(torch.where(torch.isfinite(r), r, torch.zeros_like(r)).max())  # no boolean indexing: cheap
 
 
+_FP8 = tuple(getattr(torch, name) for name in ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz")
+             if hasattr(torch, name))
+
+
 def group_tolerance(out: torch.Tensor, ref: torch.Tensor, in_dtype: torch.dtype, k: int,
                     acc_dtype: torch.dtype | None = None, k_batch: int = 1, scaled: bool = False) -> tuple[float, float]:
     """(rtol, atol) for one group from the dtypes, its K and its own max|ref| (0, 0 for integers);
     ``scaled``: a scaled fp8/int8 GEMM (``numeric.scaled_tolerance``). Unscaled fp8 (no ``acc_dtype`` given) takes
     the scaled model too, with scales of 1: fp8 products are exact, so CK-tile's term for 3 compute mantissa
     bits (rtol 2^-4, which let an output off by 8% or rounded to e4m3 pass) models no rounding that happens."""
-    if scaled or (acc_dtype is None and k_batch == 1 and in_dtype.is_floating_point and in_dtype.itemsize == 1):
+    if scaled or (acc_dtype is None and k_batch == 1 and in_dtype in _FP8):
         return scaled_tolerance(in_dtype, out.dtype, k, _finite_max_abs(ref))
     if acc_dtype is None:
         rule = rule_for(in_dtype)

@@ -69,7 +69,12 @@ def time_run(p, case, recipe: str, warmup: int, repeat: int, device, aiter: bool
         if peer.fn is None:
             timed.peers.append(PeerTime(column, peer.name, reason=peer.reason))
             continue
-        pair = paired_ab(p.call, peer.fn, rounds=2, iters=max(repeat // 2, 1), warmup=min(warmup, 2), device=device)
+        try:
+            pair = paired_ab(p.call, peer.fn, rounds=2, iters=max(repeat // 2, 1), warmup=min(warmup, 2),
+                             device=device)
+        except Exception as exc:  # noqa: BLE001 - a peer that fails is no time for it, not a failure of ckgemm's
+            timed.peers.append(PeerTime(column, peer.name, reason=f"error: {type(exc).__name__}: {str(exc)[:80]}"))
+            continue
         timed.peers.append(PeerTime(column, peer.name, pair.b.median_ms, pair.speedup, ours_ms=pair.a.median_ms))
     return timed
 

@@ -2,6 +2,7 @@
 form: list or packed)."""
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import torch
@@ -61,8 +62,9 @@ def dtypes_for(names, device: torch.device, explicit: bool) -> tuple[tuple[str, 
         try:
             out.append((name, ckgemm.fp8_dtype_for(device)))
         except ValueError as exc:
-            if explicit:
-                raise SystemExit(f"--dtype fp8: {exc}") from None
+            if explicit:  # nothing asked for can run: exit 2, as the epilog says (1 is a failed check)
+                print(f"--dtype fp8: {exc}", file=sys.stderr)
+                raise SystemExit(2) from None
             print(f"note: skipping fp8: {exc}")
     return tuple(out)
 
