@@ -44,9 +44,7 @@ def _list_checks(op, a_list, b_list, c_list, layout, sa, sb, out_dtype):
         return
     every = list(b_list) + list(a_list) + list(c_list or []) + list(sa or []) + list(sb or [])
     if _elsewhere(a_list[0].device, every):
-        problem = validate.validate_list(op, a_list, b_list, layout, sa, sb, out_dtype, c_list is not None)
-        if c_list is not None:
-            validate.validate_outputs(op, problem, c_list, a_list, b_list, sa, sb)
+        validate.validate_list_call(op, a_list, b_list, c_list, layout, sa, sb, out_dtype, c_list is not None)
     if c_list is not None:
         validate.check_list_overlap(op, a_list, b_list, c_list, sa, sb)
 
@@ -186,11 +184,8 @@ def listed(a_list, b_list, c_list, layout, backend, scale_a, scale_b, out_dtype)
     scale_lists = [s for s in (scale_a, scale_b) if s is not None]
     if _misfits((), (), [a_list, b_list] + ([] if c_list is None else [c_list]) + scale_lists,
                 ((layout, str), (backend, str), (out_dtype, torch.dtype))):
-        def check():
-            problem = validate.validate_list(op, a_list, b_list, layout, scale_a, scale_b, out_dtype, c_list is not None)
-            if c_list is not None:
-                validate.validate_outputs(op, problem, c_list, a_list, b_list, scale_a, scale_b)
-        _eager_refusal(op, backend, check)
+        _eager_refusal(op, backend, lambda: validate.validate_list_call(
+            op, a_list, b_list, c_list, layout, scale_a, scale_b, out_dtype, c_list is not None))
     seq = (lambda x: list(x) if isinstance(x, (list, tuple)) else x)
     given = int(scale_a is not None) | int(scale_b is not None) << 1
     sa, sb = seq(scale_a) if scale_a is not None else [], seq(scale_b) if scale_b is not None else []

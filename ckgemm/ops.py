@@ -141,8 +141,7 @@ def grouped_gemm_out(a_list, b_list, c_list, *, layout: str | None = None, backe
         return _compile.listed(a_list, b_list, c_list, layout, backend, scale_a, scale_b, out_dtype)
 
     def check():
-        problem = validate.validate_list(op, a_list, b_list, layout, scale_a, scale_b, out_dtype, True)
-        return validate.validate_outputs(op, problem, c_list, a_list, b_list, scale_a, scale_b)
+        return validate.validate_list_call(op, a_list, b_list, c_list, layout, scale_a, scale_b, out_dtype, True)
 
     native = backends.native_for(backend, a_list[0]) if _first_ok(a_list) else None
     if native is not None:

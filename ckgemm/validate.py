@@ -21,6 +21,7 @@ from .errors import InvalidArgumentError, InvalidTypeError, Rule
 
 LAYOUTS = ("RC", "RR")
 B_STORAGE = {"RC": "[N, K]", "RR": "[K, N]"}
+MAX_DIM = 2**31 - 1  # the native kernels' per-group M, N and K are 32-bit
 
 
 def _other_layout_hint(layout: str, n: int, k: int) -> str:
@@ -30,7 +31,6 @@ def _other_layout_hint(layout: str, n: int, k: int) -> str:
         return ""
     other = "RR" if layout == "RC" else "RC"
     return f"; b's other dimension is K: if b is stored {B_STORAGE[other]}, pass layout={other!r}"
-MAX_DIM = 2**31 - 1  # the native kernels' per-group M, N and K are 32-bit
 
 
 @dataclass(frozen=True)
@@ -185,6 +185,13 @@ def validate_outputs(op: str, problem: ListProblem, c_list, a_list, b_list, scal
         _check_output(op, g, f"c[{g}]", c, (m, n), dtype, problem.device, unscaled)
     check_list_overlap(op, a_list, b_list, c_list, scale_a, scale_b)
     return dataclasses.replace(problem, out_dtype=dtype)
+
+
+def validate_list_call(op: str, a_list, b_list, c_list, layout, scale_a, scale_b, out_dtype,
+                       outputs: bool) -> ListProblem:
+    """A whole list-form call: its inputs, and with ``outputs`` (``grouped_gemm_out``) its ``c_list``."""
+    problem = validate_list(op, a_list, b_list, layout, scale_a, scale_b, out_dtype, outputs)
+    return validate_outputs(op, problem, c_list, a_list, b_list, scale_a, scale_b) if outputs else problem
 
 
 def check_list_overlap(op: str, a_list, b_list, c_list, scale_a=None, scale_b=None) -> None:

@@ -60,17 +60,31 @@ __device__ __forceinline__ const float* b_block_scales(const Params& p, int g, i
 // the sizes and scans them, and only its lane 0 traps: a loop over the sizes by every thread, or a trap that all
 // threads may reach, made ptxas treat the rest of the kernel as divergent and keep the consumers' k-loop (stage,
 // descriptors, barrier addresses) out of uniform registers, an R2UR in front of every wgmma operand (the
-// thirteenth session: 3-11% on the prefill cases, docs/PERF_2026-12-03c.md).
+// thirteenth session: 1.02-1.12x on 17 of 18 prefill pairs, docs/PERF_2026-12-03c.md).
 template <int BN, bool McastB>
 __device__ void build_table(Smem<BN, McastB>& s, const Params& p, int n_blocks) {
   const int tid = threadIdx.x;
   if (tid < 32) {
-    // The sizes into shared memory first, four loads in flight per lane (a size outside [0, rows], int64 ones
-    // too, stored as -1), then the scan.
-#pragma unroll 4
-    for (int i = tid; i < p.groups; i += 32) {
-      const int64_t m = p.sizes_int64 ? static_cast<const int64_t*>(p.sizes)[i] : static_cast<const int*>(p.sizes)[i];
-      s.row_start[i + 1] = m < 0 || m > p.rows ? -1 : static_cast<int>(m);
+    // The sizes into shared memory first (a size outside [0, rows], int64 ones too, stored as -1), then the
+    // scan. Each lane issues four loads before it stores any, so they are in flight together.
+    for (int base = tid; base < p.groups; base += 4 * 32) {
+      const auto* s64 = static_cast<const int64_t*>(p.sizes) + base;
+      const auto* s32 = static_cast<const int*>(p.sizes) + base;
+      int64_t m[4];
+      if (p.sizes_int64) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) m[j] = base + 32 * j < p.groups ? s64[32 * j] : 0;
+      } else {  // int32 loads into their own registers, widened after all four were issued
+        int m32[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) m32[j] = base + 32 * j < p.groups ? s32[32 * j] : 0;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) m[j] = m32[j];
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        if (base + 32 * j < p.groups)
+          s.row_start[base + 32 * j + 1] = m[j] < 0 || m[j] > p.rows ? -1 : static_cast<int>(m[j]);
     }
     __syncwarp();
     int64_t rows = 0;  // 32 sizes of up to 2^31 - 1 each can pass int
