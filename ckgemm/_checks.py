@@ -37,6 +37,14 @@ def check_no_grad(op, group, name, t) -> None:
              "wrap the call in torch.no_grad() or detach the inputs", Rule.REQUIRES_GRAD)
 
 
+def check_writable(op, group, name, c) -> None:
+    """An output made under torch.inference_mode() may be written only inside it."""
+    if c.is_inference() and not torch.is_inference_mode_enabled():
+        fail(op, group, name, c, "is an inference tensor (made under torch.inference_mode()), which torch lets "
+             "only code inside inference mode write: call under torch.inference_mode(), or pass a normal tensor "
+             "(e.g. c.clone())", Rule.INFERENCE_OUTPUT)
+
+
 def _transposed_hint(name: str, t) -> str:
     """For weights given as a transposed view (torch._grouped_mm's ``w.transpose(-2, -1)``): the layout that
     reads the tensor underneath as it is, with no copy."""

@@ -40,7 +40,8 @@ def is_fake_tensor(t) -> bool:
 
 
 def rows_of(name: str, t: torch.Tensor) -> Rows | None:
-    """Row model of a 0-D, 1-D, 2-D or 3-D tensor whose innermost stride is 1; None if it holds no element
+    """Row model of a 0-D, 1-D, 2-D or 3-D tensor whose innermost stride is 1 (higher ranks: one row over their
+    span); None if it holds no element
     or has no memory (a meta tensor: address 0). (Called on every validated call: few tensor attribute
     reads, no tensor ops.)"""
     shape = tuple(t.shape)
@@ -61,12 +62,13 @@ def rows_of(name: str, t: torch.Tensor) -> Rows | None:
         return Rows(name, base, 1, 0, es, space)
     if len(shape) == 1:
         return Rows(name, base, 1, 0, shape[0] * es, space)
+    if len(shape) > 3 or (len(shape) == 3 and shape[0] > 1 and stride[0] != shape[1] * stride[1]):
+        # Irregular batch stride (or a rank no form takes, which validation refuses after this model's
+        # callers in the compiled fake kernels): one conservative row covering the whole span.
+        span = sum((n - 1) * st for n, st in zip(shape, stride)) + 1
+        return Rows(name, base, 1, 0, span * es, space)
     if len(shape) == 3:
         groups, rows, width = shape
-        if groups > 1 and stride[0] != rows * stride[1]:
-            # Irregular batch stride: one conservative row covering the whole span.
-            span = sum((n - 1) * st for n, st in zip(shape, stride)) + 1
-            return Rows(name, base, 1, 0, span * es, space)
         count, row_stride = groups * rows, stride[1]
     else:
         (count, width), row_stride = shape, stride[0]

@@ -155,6 +155,9 @@ def packed_cases(dev, gen) -> list[BadCase]:
     alias_src = _rand((12, 32), F16, gen, dev)
     with torch.inference_mode():
         inference = _poison((12, 16), F16, dev)
+    shared = _poison((12, 16), F16, dev)  # its last 6 halves hold the group sizes as int32
+    shared_sizes = shared.view(-1).view(torch.int32)[-3:]
+    shared_sizes.copy_(sizes)
     p = "grouped_gemm_packed"
 
     def case(name, error, pattern, rule, a_=a, b_=b, sizes_=sizes, out_=out, **kwargs):
@@ -175,6 +178,8 @@ def packed_cases(dev, gen) -> list[BadCase]:
         case("packed: out shape", Arg, r"out \(shape \(12, 15\).*must have shape \(12, 16\)", Rule.OUT_SHAPE,
              out_=_poison((12, 15), F16, dev)),
         case("packed: out aliases a", Arg, "out overlaps a", Rule.OVERLAP, a_=alias_src, out_=alias_src[:, :16]),
+        BadCase("packed: out overlaps the group sizes", p, (a, b, shared_sizes), {"out": shared}, Arg,
+                "out overlaps group_sizes", Rule.OVERLAP, (shared[:11],)),  # the rows without the sizes
         case("packed: out an inference tensor", Arg, r"out \(shape.*inference tensor", Rule.INFERENCE_OUTPUT,
              out_=inference),
         case("packed: no experts", Arg, "G=0 groups", Rule.GROUPS_ZERO, b_=b[:0], sizes_=sizes[:0],

@@ -78,6 +78,8 @@ def prepack(b, *, layout: str | None = None, scales=None, backend: str | None = 
     if isinstance(b, torch.Tensor):
         check_tensor(op, None, "b", b, 3)
         check_dtype(op, None, "b", b)
+        if b.shape[0] == 0:  # every form refuses G = 0: refuse it where the weights are loaded
+            raise InvalidArgumentError(f"{op}: b has G=0 groups; give at least one group", rule=Rule.GROUPS_ZERO)
         device, dtype, items = b.device, b.dtype, None
     else:
         check_sequence(op, "b", b)
@@ -129,10 +131,11 @@ def _check_scales(op, b, layout, dtype, scales) -> None:
             given.append((i, f"scales[{i}]", s, validate_scales.list_shapes(0, n, k, i), x.device))
     first = None
     for group, name, s, by_recipe, device in given:  # scale_b's shape under each recipe
-        validate_scales.check_scale_tensor(op, group, name, s, device)
+        forms = ", ".join(f"{shapes[1][0]} = {shapes[1][1]}" for r, shapes in by_recipe.items()
+                          if r != "block" or dtype.is_floating_point)
+        validate_scales.check_scale_tensor(op, group, name, s, device, f"one of {forms}")
         recipes = [r for r, shapes in by_recipe.items() if tuple(s.shape) == shapes[1][0]]
         if not recipes:
-            forms = ", ".join(f"{shapes[1][0]} = {shapes[1][1]}" for shapes in by_recipe.values())
             fail(op, group, name, s, f"fits no recipe for these weights; expected one of {forms}", Rule.SCALE_SHAPE)
         recipe = recipes[0]
         if recipe == "block" and not dtype.is_floating_point:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from . import _overlap, validate_scales
-from ._checks import check_is_tensor, check_sequence, check_tensor, fail
+from ._checks import check_is_tensor, check_sequence, check_tensor, check_writable, fail
 from .dtypes import DtypeRule, device_family, rule_for, supported_input_dtypes
 from .errors import InvalidArgumentError, InvalidTypeError, Rule
 
@@ -161,10 +161,7 @@ def _check_output(op, group, name, c, shape, dtype: torch.dtype, device, unscale
     if _overlap.rows_self_overlap(c):
         fail(op, group, name, c, f"leading stride {c.stride(0)} is smaller than N={c.shape[1]}: rows overlap",
              Rule.ROWS_OVERLAP)
-    if c.is_inference() and not torch.is_inference_mode_enabled():
-        fail(op, group, name, c, "is an inference tensor (made under torch.inference_mode()), which torch lets "
-             "only code inside inference mode write: call under torch.inference_mode(), or pass a normal tensor "
-             "(e.g. c.clone())", Rule.INFERENCE_OUTPUT)
+    check_writable(op, group, name, c)
 
 
 def _output_dtype_of(op, out_dtype, first) -> torch.dtype:
@@ -271,7 +268,7 @@ def validate_packed(op: str, a, b, group_sizes, layout, out, check_sizes: bool |
     if out is not None:
         dtype = _output_dtype_of(op, out_dt, out)
         _check_output(op, None, "out", out, (rows, n), dtype, device, rule if recipe == "none" else None)
-        check_packed_overlap(op, a, b, out, scale_a, scale_b)
+        check_packed_overlap(op, a, b, out, scale_a, scale_b, group_sizes)
         out_dt = dtype
     sizes = None
     if read_sizes and (group_sizes.device.type == "cpu" or check_sizes):
@@ -294,10 +291,13 @@ def check_native_limits(op: str, problem) -> None:
                                        group=None if isinstance(problem, PackedProblem) else g)
 
 
-def check_packed_overlap(op: str, a, b, out, scale_a=None, scale_b=None) -> None:
-    """OVERLAP for the packed form's ``out`` (also run by the compiled op's fake kernel)."""
+def check_packed_overlap(op: str, a, b, out, scale_a=None, scale_b=None, group_sizes=None) -> None:
+    """OVERLAP for the packed form's ``out`` (also run by the compiled op's fake kernel). The group sizes count:
+    kernels read them on the device while they write ``out``."""
     ins = [_overlap.rows_of("a", a), _overlap.rows_of("b", b)]
     ins += [_overlap.rows_of(name, s) for name, s in (("scale_a", scale_a), ("scale_b", scale_b)) if s is not None]
+    if group_sizes is not None and group_sizes.device == out.device:
+        ins.append(_overlap.rows_of("group_sizes", group_sizes))
     hit = _overlap.first_overlap([_overlap.rows_of("out", out)], ins)
     if hit is not None:
         raise InvalidArgumentError(f"{op}: out overlaps {hit[1]} in memory; out must not alias the inputs",

@@ -1,4 +1,5 @@
-"""Validation of scaled low-precision calls: the scale recipes of DESIGN.md and the output dtype.
+"""Validation of scaled low-precision calls: the scale recipes of the README ("Scaled fp8 and int8 (quantized
+MoE)") and the output dtype.
 
 ``C = (A * sA) @ op(B * sB)`` in fp32, rounded once to ``out_dtype``. Scales are float32, indexed in the
 logical [M, K] / [N, K] orientation whatever the storage layout of B. The recipe is read from the scales'
@@ -154,7 +155,10 @@ def _check_layout_of(op, group, name, s, expected: tuple[int, ...], recipe: str,
     hint to a torch._scaled_mm-style [M, 1] / [1, N] scale of that many values."""
     if tuple(s.shape) != expected:
         hint = ""
-        if row_length is not None and _torch_row(s, row_length):
+        if recipe == "block" and 0 in expected and s.dim() == len(expected) and all(
+                got == want for got, want in zip(s.shape, expected) if want):  # K = 0, scales made for K > 0
+            hint = "; with K = 0 there are no 128-deep K blocks, so block scales have 0 K-block columns"
+        elif row_length is not None and _torch_row(s, row_length):
             hint = _ROW_HINT
         elif tuple(s.shape) == (1,) and recipe != "tensor":  # the tensor recipe of packed B is [G], 1-D
             hint = _TENSOR_HINT

@@ -5,6 +5,7 @@ the same quantization), bad inputs as pass/fail checks, and timings (shape, kern
 beside the peers available here, then a markdown summary. Exits non-zero on any failure. Run with --help."""
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -89,15 +90,41 @@ def run_bad(args, plan, report: Report) -> int:
     return failures
 
 
-def gate(args, report: Report) -> int:
+def unwritable_outputs(args) -> list[str]:
+    """--json/--markdown/--csv paths that cannot be written (found before the run): a folder, or a path whose
+    nearest existing folder is not writable (the writers make the missing folders)."""
+    bad = []
+    for flag, path in (("--json", args.json), ("--markdown", args.markdown), ("--csv", args.csv)):
+        if path:
+            folder = Path(path).resolve().parent
+            while not folder.exists():
+                folder = folder.parent
+            if Path(path).is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+                bad.append(f"{flag} {path}")
+    return bad
+
+
+def read_baseline(args):
+    """The --baseline report, read before anything runs so that an unreadable file stops the run at once
+    (None: no --baseline, or the file does not exist yet and this run writes it)."""
+    if not args.baseline or not Path(args.baseline).exists():
+        return None
+    try:
+        return baseline.load_baseline(args.baseline)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        print(f"--baseline {args.baseline}: not a readable ckgemm report ({type(exc).__name__}: {exc})", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def gate(args, report: Report, base) -> int:
     if not args.baseline:
         return 0
     path = Path(args.baseline)
-    if not path.exists():
+    if base is None:
         baseline.save_baseline(report, path)
         print(f"baseline written to {path} (no baseline existed)")
         return 0
-    comparison = baseline.compare(report, path)
+    comparison = baseline.compare(report, base)
     print(comparison)
     return 0 if comparison.ok else 1
 
@@ -119,6 +146,11 @@ def main(argv=None) -> int:
 
 def _main(argv) -> int:
     args = parse_args(argv)
+    unwritable = unwritable_outputs(args)
+    if unwritable:
+        print(f"cannot write {', '.join(unwritable)}: a folder, under a file, or not writable", file=sys.stderr)
+        return 2
+    base = read_baseline(args)
     started = time.perf_counter()
     plan = make_plan(args)
     if args.backend is not None:
@@ -144,7 +176,7 @@ def _main(argv) -> int:
         print(f"report: {report.write_json(args.json)}")
     if args.markdown:
         print(f"report: {report.write_markdown(args.markdown)}")
-    regression = gate(args, report)
+    regression = gate(args, report, base)
     elapsed = time.perf_counter() - started
     verdict = "ALL PASSED" if not failures and not regression else (
         f"FAILED: {failures} failure(s)" + (", perf regression" if regression else ""))

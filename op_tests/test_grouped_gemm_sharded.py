@@ -29,12 +29,29 @@ from grouped_gemm_cli.correctness import cell_row, run_correctness  # noqa: E402
 from grouped_gemm_cli.plan import cells, make_plan  # noqa: E402
 
 
+SHARDED_EPILOG = """The options below --timeout are test_grouped_gemm.py's; each rank checks its share of the cells
+(correctness only). --aiter, --csv and --baseline time or compare timings and are refused (exit 2); the
+timing options --warmup/--repeat/--no-perf are ignored. Exit status: 0 when every cell on every rank passed,
+1 on any failure, 2 for refused options."""
+
+
+def _positive(kind):
+    def parse(text: str):
+        value = kind(text)
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        return value
+    parse.__name__ = kind.__name__  # argparse names the type in its "invalid int value" message
+    return parse
+
+
 def launch_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False, allow_abbrev=False)  # "--n 512" is the shape's N, not --nproc
-    p.add_argument("--nproc", type=int, default=None, help="self-start N ranks (fork on CPU, spawn on GPU)")
+    p.add_argument("--nproc", type=_positive(int), default=None,
+                   help="self-start N >= 1 ranks (fork on CPU, spawn on GPU); default 1")
     p.add_argument("--comm", default="auto", choices=("auto", "gloo", "nccl"),
                    help="auto: nccl when every rank of this host gets a GPU, else gloo")
-    p.add_argument("--timeout", type=float, default=300, help="collective timeout in seconds")
+    p.add_argument("--timeout", type=_positive(float), default=300, help="collective timeout in seconds (> 0)")
     return p
 
 
@@ -74,7 +91,8 @@ def run_shard(world, args) -> dict:
 
 def main(argv=None) -> int:
     launch_opts, rest = split_argv(sys.argv[1:] if argv is None else argv)
-    args = parse_args(rest, prog="test_grouped_gemm_sharded.py", parents=[launch_parser()])
+    args = parse_args(rest, prog="test_grouped_gemm_sharded.py", parents=[launch_parser()],
+                      description=__doc__, epilog=SHARDED_EPILOG)
     refused = [flag for flag, given in (("--aiter", args.aiter), ("--csv", args.csv), ("--baseline", args.baseline))
                if given]
     if refused:
@@ -96,6 +114,9 @@ def main(argv=None) -> int:
     for o in outcomes:
         if not o.ok:
             print(f"rank {o.rank} failed: {o.error}", file=sys.stderr)
+    if not outcomes:  # never expected (--nproc >= 1): a run of no ranks checked nothing
+        print("error: no rank ran", file=sys.stderr)
+        return 1
     return 0 if all(o.ok and not o.value["failures"] for o in outcomes) else 1
 
 

@@ -167,6 +167,37 @@ def test_a_compiled_call_refuses_outputs_aliasing_inputs_and_mixed_devices(backe
     assert torch.equal(out, ckgemm.grouped_gemm_packed(a, b, sizes))
 
 
+def test_inductor_refuses_an_inference_output_as_eagerly_and_writes_nothing():
+    """Inductor hands the op the output itself: the eager INFERENCE_OUTPUT refusal, nothing written (aot_eager
+    hands it a copy and torch refuses the copy back: README, torch.compile exceptions)."""
+    a, b, sizes = _inputs()
+    normal = torch.full((10, 48), float("nan"), dtype=a.dtype)
+    with torch.inference_mode():
+        frozen = torch.full((10, 48), float("nan"), dtype=a.dtype)
+        packed_out = torch.full((30, 48), float("nan"), dtype=a.dtype)
+    torch._dynamo.reset()
+    listed = torch.compile(lambda x, y, c: ckgemm.grouped_gemm_out(x, y, c), backend="inductor")
+    with pytest.raises(ckgemm.InvalidArgumentError, match=r"group 1: c\[1\] .*inference tensor"):
+        listed([a[:10], a[10:20]], [b[0], b[1]], [normal, frozen])
+    packed = torch.compile(lambda x, y, s, o: ckgemm.grouped_gemm_packed(x, y, s, out=o), backend="inductor")
+    with pytest.raises(ckgemm.InvalidArgumentError, match=r"out .*inference tensor"):
+        packed(a, b, sizes, packed_out)
+    assert normal.isnan().all() and frozen.isnan().all() and packed_out.isnan().all()
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_compiled_call_with_a_tensor_of_a_rank_no_form_takes_raises_the_eager_error(backend):
+    """The fake kernels' overlap model meets the tensors before validation has checked their ranks."""
+    a, b, sizes = _inputs()
+    torch._dynamo.reset()
+    packed = torch.compile(lambda x, y, s, o: ckgemm.grouped_gemm_packed(x, y, s, out=o), backend=backend)
+    with pytest.raises(Exception, match=r"out .*must be 2-D, got 4-D"):
+        packed(a, b, sizes, torch.empty(1, 1, 30, 48, dtype=a.dtype))
+    listed = torch.compile(lambda x, y, c: ckgemm.grouped_gemm_out(x, y, c), backend=backend)
+    with pytest.raises(Exception, match=r"c\[0\] .*must be 2-D, got 4-D"):
+        listed([a[:10]], [b[0]], [torch.empty(1, 1, 10, 48, dtype=a.dtype)])
+
+
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
 def test_the_compiled_alias_check_takes_views_of_different_row_strides(backend):
     """Outputs sharing a buffer with different row strides (a 1-row block beside a column block) are valid and

@@ -58,7 +58,7 @@ def test_a_correct_kernel_passes_every_applicable_check(form, dtype):
     ("tensor", "int8", "packed", "RR"), ("tensor", "fp8", "list", "RC"), ("row", "fp8", "packed", "RC"),
     ("row", "int8", "list", "RR"), ("block", "fp8", "packed", "RR"), ("block", "fp8", "list", "RC")])
 def test_a_correct_kernel_passes_with_every_scale_recipe(recipe, dtype, form, layout):
-    """Scales laid out as DESIGN.md's table says reach a correct kernel, whose bf16 outputs match a
+    """Scales laid out as the README's table says reach a correct kernel, whose bf16 outputs match a
     reference built from the same codes and scales (not from the unquantized data)."""
     fn = kernels.reference_packed if form == "packed" else kernels.reference_list
     rows = run(fn, form, dtype, recipe, layout)

@@ -72,3 +72,10 @@ def test_launch_options_do_not_reach_the_op_tests_parser(sharded):
 def test_timing_options_are_refused_not_ignored(sharded, capsys):
     assert sharded.main([*LAUNCH, *SUBSET, "--baseline", "b.json", "--csv", "x.csv"]) == 2
     assert "--csv, --baseline: a sharded sweep times nothing" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option", [["--nproc", "0"], ["--nproc", "-1"], ["--timeout", "0"]])
+def test_launch_options_that_would_run_nothing_are_refused(sharded, option, capsys):
+    with pytest.raises(SystemExit) as exc:
+        sharded.main([*option, *SUBSET])
+    assert exc.value.code == 2 and "must be > 0" in capsys.readouterr().err

@@ -159,8 +159,13 @@ def test_breakdown_on_the_cpu_says_it_has_no_device_kernels():
     b = breakdown(lambda: calls.append(torch.ones(64).sum()), iters=3, warmup=2, device="cpu")
     assert len(calls) == 5 and b.calls == 3 and b.wall_us > 0
     assert not b.on_gpu and b.kernels == {} and "no device kernels" in str(b)
-    with pytest.raises(ValueError, match="iters must be >= 1"):
+    assert b.rows() == [{"kernel": "(wall)", "us/call": b.wall_us}]  # no kernel or host-gap rows to mislead
+    with pytest.raises(ValueError, match="iters >= 1"):
         breakdown(lambda: None, iters=0)
+    with pytest.raises(ValueError, match="warmup >= 0"):
+        breakdown(lambda: None, warmup=-1)
+    with pytest.raises(ValueError, match="nothing to profile"):
+        breakdown(lambda: None, device="meta")
     if not torch.cuda.is_available():  # a GPU asked for and absent is an error, as in bench, not a CPU profile
         with pytest.raises(ValueError, match="sees no GPU"):
             breakdown(lambda: None, device="cuda")

@@ -48,6 +48,21 @@ def test_int8_exact_past_fp32_integer_range_and_int32_wrap():
     assert c32.dtype == torch.int32 and torch.equal(c32.long(), exact)
 
 
+def test_int8_scaled_reference_wraps_as_the_int32_accumulator():
+    """K > 131072 with extreme codes: the kernels' int32 accumulator wraps before the scales apply, and the
+    reference says so, as the op (here the torch backend) computes."""
+    k = 140000
+    a, b = torch.full((2, k), 127, dtype=torch.int8), torch.full((3, k), 127, dtype=torch.int8)
+    sa, sb = torch.full((2,), 0.5), torch.full((3,), 2.0)
+    (ref,) = grouped_gemm_reference([(a, sa)], [(b, sb)])
+    wrapped = (127 * 127 * k + 2**31) % 2**32 - 2**31
+    assert wrapped != 127 * 127 * k and torch.equal(ref, torch.full((2, 3), float(wrapped)))
+    import ckgemm
+
+    (out,) = ckgemm.grouped_gemm([a], [b], scale_a=[sa], scale_b=[sb], out_dtype=torch.float32)
+    assert torch.equal(out, ref)
+
+
 def test_quantized_operands_are_dequantized_exactly():
     gen = generator("ref-quant")
     x = torch.randn(37, 256, generator=gen) * 2

@@ -105,6 +105,30 @@ def test_baseline_gate_detects_a_planted_regression(cli, tmp_path, capsys):
     assert "regression" in capsys.readouterr().out
 
 
+def test_unreadable_baseline_stops_the_run_before_any_case(cli, tmp_path, capsys):
+    base = tmp_path / "base.json"
+    base.write_text("{not json")
+    with pytest.raises(SystemExit) as exc:
+        cli.main([*SMALL, "--dtype", "bf16", "--layout", "RC", "--no-perf", "--baseline", str(base)])
+    assert exc.value.code == 2
+    captured = capsys.readouterr()
+    assert "not a readable ckgemm report" in captured.err and "PASS" not in captured.out
+
+
+def test_an_unwritable_report_path_stops_the_run_before_any_case(cli, tmp_path, capsys):
+    (tmp_path / "a file").write_text("")
+    under_a_file = tmp_path / "a file" / "run.json"
+    assert cli.main([*SMALL, "--dtype", "bf16", "--layout", "RC", "--no-perf", "--json", str(under_a_file)]) == 2
+    captured = capsys.readouterr()
+    assert "cannot write --json" in captured.err and "PASS" not in captured.out
+
+
+def test_summary_numbers_never_use_e_notation():
+    from grouped_gemm_cli.summary import _num
+
+    assert _num(192000.4) == "192000" and _num(12.345678) == "12.35" and _num(None) == ""
+
+
 def test_options_are_checked(cli):
     with pytest.raises(SystemExit):
         cli.main(["--groups", "0"])

@@ -136,7 +136,7 @@ def test_k_zero_gives_zeros_whatever_the_scales(device, recipe, kind):
 
 
 def test_harness_casts_feed_the_op_and_the_reference_unchanged():
-    """DESIGN.md: a, sa = per_token_cast_to_fp8(x); b, sb = per_block_cast_to_fp8(w) go to the op and to the
+    """README: a, sa = per_token_cast_to_fp8(x); b, sb = per_block_cast_to_fp8(w) go to the op and to the
     harness reference as they are; the reference gets the same quantization as the op."""
     from ckgemm.testing import check, grouped_gemm_reference_packed, quant
 

@@ -140,6 +140,9 @@ def test_unknown_and_unavailable_backends():
     assert "torch" in ckgemm.available_backends()
     status = ckgemm.backend_status("cpu")
     assert status["torch"] == "available" and status["cutlass"] != "available"
+    if not torch.cuda.is_available():  # no backend can run on a GPU torch cannot see
+        assert ckgemm.available_backends("cuda") == []
+        assert "no GPU is visible" in ckgemm.backend_status("cuda")["torch"]
 
 
 CATALOGUE = bad_inputs.catalogue("cpu", seed=7)
@@ -246,6 +249,9 @@ def test_prepack_checks_the_weights_and_stores_contiguous_scales():
     expanded = ckgemm.prepack(b, scales=list(torch.tensor(0.5).expand(3)))  # stride-0 views
     assert all(s.is_contiguous() for s in expanded.scale_b)
     _raises(InvalidTypeError, "unsupported dtype torch.float32", ckgemm.prepack, stacked.float())
+    _raises(InvalidArgumentError, "^prepack: b has G=0 groups", ckgemm.prepack, stacked[:0])  # as every form says
+    _raises(InvalidTypeError, r"scales must be float32, got torch.float64; expected a float32 tensor on cpu of "
+            r"shape one of \(3,\) = \[G\]", ckgemm.prepack, stacked, scales=torch.ones(3, 16, dtype=torch.float64))
     _raises(InvalidTypeError, r"group 1: b\[1\] .*share one dtype and device", ckgemm.prepack,
             [b[0], b[1].to(torch.bfloat16), b[2]])
     weights = ckgemm.prepack(stacked, scales=torch.ones(3, 16))

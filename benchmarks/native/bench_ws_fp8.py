@@ -161,7 +161,7 @@ def perf(kern, name, recipe, variants, iters, seed, vs_ckgemm=False):
         pair = paired_ab(ours, peer, rounds=2, iters=iters, graph=True)
         t, tp = pair.a.median_ms, pair.b.median_ms
         print(line + f"ours {t:.4f} ms {flops / t / 1e9:.0f} TFLOP/s, peer {tp:.4f} ms {flops / tp / 1e9:.0f}; "
-              f"peer/ours {tp / t:.3f} (rounds {', '.join(f'{r:.3f}' for r in pair.round_ratios)})", flush=True)
+              f"peer/ours {tp / t:.3f} (rounds {', '.join(f'{1 / r:.3f}' for r in pair.round_ratios)})", flush=True)
     del a, b, sa, sb
     torch.cuda.empty_cache()
 

@@ -22,7 +22,10 @@ NAME = "torch"
 
 
 def unavailable_reason(device: torch.device) -> str | None:
-    return None  # runs wherever torch runs
+    """None wherever torch runs: any device but a GPU that torch cannot see."""
+    if device is not None and device.type == "cuda" and not torch.cuda.is_available():
+        return "no GPU is visible (torch.cuda.is_available() is False)"
+    return None
 
 
 def _product(a: torch.Tensor, bk: torch.Tensor, rule: DtypeRule) -> torch.Tensor:

@@ -33,7 +33,9 @@ class Breakdown:
         return max(self.wall_us - self.kernel_us, 0.0)
 
     def rows(self) -> list[dict]:
-        """One row per kernel, then the totals: for report tables."""
+        """One row per kernel, then the totals: for report tables (a CPU run has only its wall time)."""
+        if not self.on_gpu:
+            return [{"kernel": "(wall)", "us/call": self.wall_us}]
         out = [{"kernel": name, "us/call": us} for name, us in sorted(self.kernels.items(), key=lambda kv: -kv[1])]
         out.append({"kernel": "(all kernels)", "us/call": self.kernel_us})
         out.append({"kernel": "(host gap)", "us/call": self.host_gap_us})
@@ -58,8 +60,10 @@ def _device_time_us(event) -> float:
 
 def breakdown(fn, *, iters: int = 20, warmup: int = 3, device=None) -> Breakdown:
     """Profile ``fn`` (no arguments) ``iters`` times; see the module docstring."""
-    if iters < 1:
-        raise ValueError("breakdown: iters must be >= 1")
+    if iters < 1 or warmup < 0:
+        raise ValueError(f"breakdown: need iters >= 1 and warmup >= 0, got iters={iters}, warmup={warmup}")
+    if device is not None and torch.device(device).type not in ("cpu", "cuda"):
+        raise ValueError(f"breakdown: device {device} has nothing to profile; use a GPU (cuda) or the CPU")
     device_info.check_requested("breakdown", device)
     gpu = torch.cuda.is_available() and (device is None or torch.device(device).type == "cuda")
     sync = torch.cuda.synchronize if gpu else (lambda: None)
@@ -86,4 +90,4 @@ def breakdown(fn, *, iters: int = 20, warmup: int = 3, device=None) -> Breakdown
                 continue
             kernels[event.key] = kernels.get(event.key, 0.0) + us / iters
             launches += event.count
-    return Breakdown(iters, wall / iters * 1e6, sum(kernels.values()), kernels, launches / iters, gpu)
+    return Breakdown(iters, wall / iters * 1e6, float(sum(kernels.values())), kernels, launches / iters, gpu)

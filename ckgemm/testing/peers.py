@@ -22,6 +22,7 @@ which the probe makes, outside any timed window): a loop over groups of ``aiter.
 """
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 
 import torch
@@ -37,6 +38,11 @@ class Peer:
     capturable: bool = True  # False: it synchronises with the host, so no CUDA-graph timing
 
 
+def _brief(reason: str, width: int = 160) -> str:
+    """A peer's refusal for a table cell: at most ``width`` characters, cut between words."""
+    return textwrap.shorten(reason, width, placeholder=" ...")
+
+
 def _probe(name: str, fn, capturable: bool = True) -> Peer:
     try:
         fn()
@@ -44,7 +50,7 @@ def _probe(name: str, fn, capturable: bool = True) -> Peer:
             torch.cuda.synchronize()
     except Exception as exc:  # noqa: BLE001 - any refusal means the peer does not exist for this case
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        return Peer(name, None, first[:100], capturable)
+        return Peer(name, None, _brief(first), capturable)
     return Peer(name, fn, "", capturable)
 
 
@@ -133,7 +139,7 @@ def aiter_loop_peer(a_list, bk_list, recipe: str = "none", sa_list=None, sb_list
     try:
         import aiter
     except Exception as exc:  # noqa: BLE001 - not installed, or installed for another ROCm/torch
-        return Peer(name, None, f"aiter is not importable: {type(exc).__name__}: {exc}"[:100])
+        return Peer(name, None, _brief(f"aiter is not importable: {type(exc).__name__}: {exc}"))
     call = _aiter_call(aiter, recipe, a_list[0].dtype)
     if isinstance(call, str):
         return Peer(name, None, call)

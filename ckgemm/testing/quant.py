@@ -14,7 +14,7 @@ Every cast scales blocks of a 2-D (or batched ``[..., R, C]``) tensor by one flo
 | ``cast_to_int8(x, "tensor")``         | R x C                | [...]                            | tensor                 |
 
 (the fp8 blocks follow DeepGEMM's conventions). The scale shapes are exactly what ckgemm's scaled ops take
-(README, "Scaled low precision"): ``a, sa = per_token_cast_to_fp8(x)`` and ``b, sb = per_block_cast_to_fp8(w)``
+(README, "Scaled fp8 and int8 (quantized MoE)"): ``a, sa = per_token_cast_to_fp8(x)`` and ``b, sb = per_block_cast_to_fp8(w)``
 feed ``grouped_gemm_packed(a, b, sizes, scale_a=sa, scale_b=sb)`` and the harness reference unchanged. A
 ``Quantized`` is a ``(codes, scale)`` tuple, as DeepGEMM's casts return: ``cast(x)[0]`` are the codes. Casts
 do not track gradients (their outputs never require grad). Scales are ``amax / max_code`` (``amax`` floored at

@@ -149,6 +149,7 @@ inline Verdict validate_packed(const TensorMeta& a, const TensorMeta& b, const T
     if (!v.ok()) return v;
     std::vector<const TensorMeta*> ins{&a, &b};
     if (scaled) ins.push_back(sa), ins.push_back(sb);
+    if (sizes.device == device) ins.push_back(&sizes);  // read by the kernels on the device while they write out
     v = check_overlap({out}, ins);
     if (!v.ok()) return v;
   }

@@ -32,7 +32,9 @@ the reference with the same quantization (the harness casts' codes and scales), 
 and a calc_diff bound. Each timed case prints one line with its shape, the kernel config that ran
 (ckgemm.last_dispatch()), the time, TFLOP/s and MFU (against the device's datasheet peak), and its peers;
 a markdown summary table follows at the end. Exit status is 1 on any failure (and on a perf regression
-against --baseline), 2 when --backend cannot run here or nothing selected can run (e.g. -d fp16 -q row).
+against --baseline), 2 when --backend cannot run here, nothing selected can run (e.g. -d fp16 -q row),
+--baseline names a file that is not a report, or a --json/--markdown/--csv path cannot be written (both found
+before anything runs; missing folders are made).
 """
 
 
@@ -57,12 +59,16 @@ def _quant(text: str) -> str:
     return name
 
 
-def build_parser(prog: str = "test_grouped_gemm.py", parents=()) -> argparse.ArgumentParser:
+DESCRIPTION = "Check and time ckgemm's grouped GEMM against a reference and peers."
+
+
+def build_parser(prog: str = "test_grouped_gemm.py", parents=(), description: str = DESCRIPTION,
+                 epilog: str = EPILOG) -> argparse.ArgumentParser:
     """``parents``: parsers whose options the command adds (test_grouped_gemm_sharded.py's launch options), so
-    that ``--help`` lists them too."""
+    that ``--help`` lists them too; that command gives its own description and epilog."""
     p = argparse.ArgumentParser(
-        prog=prog, parents=list(parents), description="Check and time ckgemm's grouped GEMM against a reference and peers.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        prog=prog, parents=list(parents), description=description, epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     shape = p.add_argument_group("shape")
     shape.add_argument("-g", "--groups", type=int, default=4, help="number of groups (experts with --moe); default 4")
     shape.add_argument("-m", "--m", type=int, default=256, help="rows per group (mean with --variable/--moe); default 256")
@@ -124,8 +130,9 @@ def _normalise(args: argparse.Namespace) -> None:
     args.quant = tuple(dict.fromkeys(recipes))
 
 
-def parse_args(argv=None, prog: str = "test_grouped_gemm.py", parents=()) -> argparse.Namespace:
-    parser = build_parser(prog, parents)
+def parse_args(argv=None, prog: str = "test_grouped_gemm.py", parents=(), **texts) -> argparse.Namespace:
+    """``texts``: build_parser's description and epilog."""
+    parser = build_parser(prog, parents, **texts)
     args = parser.parse_args(argv)
     for name in ("groups", "warmup", "repeat"):
         value = getattr(args, name)

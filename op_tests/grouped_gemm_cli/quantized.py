@@ -1,5 +1,5 @@
 """Scaled (``--quant``) operands: float data quantized with ckgemm.testing's casts into exactly the scale
-layouts ckgemm's ops take (README, "Scaled low precision"), and the matching (codes, scale) pairs for the
+layouts ckgemm's ops take (README, "Scaled fp8 and int8 (quantized MoE)"), and the matching (codes, scale) pairs for the
 harness reference, so op and reference see the same quantization.
 
 | recipe | A cast (per group / packed)   | B cast (logical [N, K] / [G, N, K])  | dtypes    |

@@ -17,7 +17,10 @@ PEERS = ("loop", "grouped", "aiter")
 
 
 def _num(value, digits: int = 4) -> str:
-    return "" if value is None else f"{value:.{digits}g}"
+    """``digits`` significant digits, never in e-notation (a 0.19 s call reads 192000, not 1.92e+05)."""
+    if value is None:
+        return ""
+    return f"{value:.0f}" if abs(value) >= 10 ** digits else f"{value:.{digits}g}"
 
 
 def _err(error) -> str:

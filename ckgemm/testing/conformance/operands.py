@@ -1,8 +1,8 @@
 """The operands of one run: seeded random inputs, quantized by the ``--quant`` recipe, laid out as the
 calling convention says, and the reference that multiplies exactly what the kernel was given.
 
-Recipes (scales float32, indexed in the logical [M, K] / [N, K] orientation whatever B's storage; DESIGN.md
-"Scaled low precision"), from the harness's casts, which return exactly these layouts:
+Recipes (scales float32, indexed in the logical [M, K] / [N, K] orientation whatever B's storage; the README,
+"Scaled fp8 and int8 (quantized MoE)"), from the harness's casts, which return exactly these layouts:
 
 | recipe | scale_a packed  | scale_b packed             | list form, per group            | dtypes    |
 |--------|-----------------|----------------------------|---------------------------------|-----------|

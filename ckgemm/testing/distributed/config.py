@@ -11,7 +11,7 @@ from ...dtypes import fp8_dtype_for, rule_named
 
 DTYPE_NAMES = ("bf16", "fp16", "fp8", "int8")
 MODES = ("exact", "numeric")
-# "none": the dtype table's unscaled GEMM. "row" and "block" are DESIGN.md's scaled recipes; their rows
+# "none": the dtype table's unscaled GEMM. "row" and "block" are the README's scaled recipes; their rows
 # carry scales through dispatch (recipes.py says which dtypes and what the GEMM must accept).
 QUANTS = ("none", "row", "block")
 # Exact mode: unscaled, |x|, |w| <= 1, so |out| <= K must be an integer the output dtype holds. Scaled recipes

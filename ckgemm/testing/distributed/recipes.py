@@ -1,7 +1,7 @@
 """Quantization recipes of the expert-parallel flow: how activations and expert weights become the GEMM's
 operands, what travels with each dispatched row, and what the GEMM and the reference are given.
 
-| recipe | dtypes | scales that travel with a row | GEMM keyword arguments (DESIGN.md "Scaled low precision") |
+| recipe | dtypes | scales that travel with a row | GEMM keyword arguments (README "Scaled fp8 and int8 (quantized MoE)") |
 |---|---|---|---|
 | none  | bf16, fp16, fp8 (unscaled), int8 | none | none: the dtype table's output dtype |
 | row   | fp8, int8 | 1 float32 | scale_a [sum M], scale_b [G, N]; output bf16 |
