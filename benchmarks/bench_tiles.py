@@ -1,8 +1,9 @@
 #!/usr/bin/env python
 """Per-shape tiles: every compute-bound CUTLASS instance of a kind (forced with CKGEMM_CONFIG) on the
-prefill-sized cases, 16-bit by default and unscaled fp8 (fp32 out) with --dtype fp8, beside the torch peers
-(a torch.matmul loop and torch._grouped_mm for bf16; for fp8 the _scaled_mm loop and torch._scaled_grouped_mm
-with unit row scales, which writes bf16 where ours writes fp32), all in one sequence timed
+prefill-sized cases, 16-bit by default, unscaled fp8 (fp32 out) with --dtype fp8 and DeepGEMM's block scales
+(bf16 out) with --dtype fp8-block, beside the peers (a torch.matmul loop and torch._grouped_mm for bf16; for fp8
+the _scaled_mm loop and torch._scaled_grouped_mm with unit row scales, which writes bf16 where ours writes fp32;
+for fp8-block DeepGEMM's m_grouped_fp8_gemm_nt_contiguous on its 128-row-aligned layout), all in one sequence timed
 twice, forwards then backwards, so the run-to-run spread shows and drift in clocks and temperature hits ours
 and the peers alike; all under CUDA-graph replay. Its table is what csrc/cuda/rules.cpp's selection rule is
 derived from (docs/PERF.md).
@@ -33,13 +34,28 @@ CASES = {  # name: (experts, tokens, N, K)
     "128 experts": (128, 32768, 1536, 2048),
     "gpt-oss": (32, 16384, 5760, 2880),
 }
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.float8_e4m3fn}  # fp8: unscaled, fp32 out
+# fp8: unscaled, fp32 out; fp8-block: DeepGEMM's block scales (1x128 A, 128x128 B), bf16 out
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.float8_e4m3fn, "fp8-block": torch.float8_e4m3fn}
 
 
-def candidates(dtype):
+def candidates(dtype, scaling=0):
     code = {torch.float16: 0, torch.bfloat16: 1, torch.float8_e4m3fn: 2}[dtype]
-    return [i for i in _C.instances() if i["dtype"] == code and i["layout"] == 0 and i["scaling"] == 0
+    return [i for i in _C.instances() if i["dtype"] == code and i["layout"] == 0 and i["scaling"] == scaling
             and i["tile"][0] >= 128]
+
+
+def block_inputs(tokens, experts, n, k, ms, device, seed):
+    """Block-scaled operands from the harness casts, the call's keyword arguments and DeepGEMM as the peer."""
+    from bench_scaled import deepgemm_peer
+    from ckgemm.testing import quant
+
+    gen = torch.Generator(device=device).manual_seed(seed)
+    a, sa = quant.per_token_cast_to_fp8(torch.randn((tokens, k), generator=gen, device=device))
+    b, sb = quant.per_block_cast_to_fp8(torch.randn((experts, n, k), generator=gen, device=device) * 0.05)
+    found, why = deepgemm_peer(a, sa, b, sb, list(ms), torch.bfloat16)
+    if found is None:
+        print(f"no DeepGEMM peer: {why}", flush=True)
+    return a, b, {"scale_a": sa, "scale_b": sb}, ({"DeepGEMM": found[0]} if found else {})
 
 
 def run(name, dtype_name, args, device, report):
@@ -47,30 +63,35 @@ def run(name, dtype_name, args, device, report):
     dtype = DTYPES[dtype_name]
     case = (shapes.uniform(experts, tokens // experts, n, k) if name.startswith("uniform") else
             shapes.moe_split(tokens, experts, n, k, args.seed, dist="multinomial"))
-    gen = torch.Generator(device=device).manual_seed(args.seed)
-    a = random_tensor((tokens, k), dtype, gen, device)
-    b = random_tensor((experts, n, k), dtype, gen, device)
     gs = torch.tensor(case.ms, dtype=torch.int32, device=device)
-    out = torch.empty((tokens, n), dtype=ckgemm.rule_for(dtype).output, device=device)
+    block = dtype_name == "fp8-block"
+    if block:
+        a, b, scales, peers = block_inputs(tokens, experts, n, k, case.ms, device, args.seed)
+    else:
+        gen = torch.Generator(device=device).manual_seed(args.seed)
+        a = random_tensor((tokens, k), dtype, gen, device)
+        b = random_tensor((experts, n, k), dtype, gen, device)
+        scales = {}
+        bt = b.transpose(-1, -2)
+        peers = {p.name: p.fn for p in find_peers(list(a.split(list(case.ms))), list(bt), (a, bt, case.ms))
+                 if p.fn is not None and p.capturable}  # timed in graph replay, which a host sync cannot join
+    out = torch.empty((tokens, n), dtype=torch.bfloat16 if block else ckgemm.rule_for(dtype).output, device=device)
     timed = dict(warmup=args.warmup, iters=args.iters, device=device, graph=True, telemetry=False)
     os.environ.pop("CKGEMM_CONFIG", None)
-    ckgemm.grouped_gemm_packed(a, b, gs, out=out)
+    ckgemm.grouped_gemm_packed(a, b, gs, out=out, **scales)
     default = ckgemm.last_dispatch().summary
     reference = out.clone()
-    order = candidates(dtype)
+    order = candidates(dtype, 2 if block else 0)
     for info in order:  # each forced instance computes the default's result
         os.environ["CKGEMM_CONFIG"] = info["name"]
         try:
             out.fill_(float("nan"))
-            ckgemm.grouped_gemm_packed(a, b, gs, out=out)
+            ckgemm.grouped_gemm_packed(a, b, gs, out=out, **scales)
         finally:
             os.environ.pop("CKGEMM_CONFIG", None)
         ran = ckgemm.last_dispatch().paths[0]
         assert ran.endswith(info["name"]), (ran, info["name"])
         torch.testing.assert_close(out.float(), reference.float(), rtol=2e-2, atol=2e-2 * reference.abs().max().item())
-    bt = b.transpose(-1, -2)
-    peers = {p.name: p.fn for p in find_peers(list(a.split(list(case.ms))), list(bt), (a, bt, case.ms))
-             if p.fn is not None and p.capturable}  # timed in graph replay, which a host sync cannot join
     # ours and the peers in one A B ... B A sequence, so drift in clocks and temperature hits all alike
     labels = [i["name"] for i in order] + [f"peer: {p}" for p in peers]
 
@@ -79,7 +100,7 @@ def run(name, dtype_name, args, device, report):
         if not peer:
             os.environ["CKGEMM_CONFIG"] = label  # read at capture: the graph keeps the forced instance
         try:
-            fn = peers[label[len("peer: "):]] if peer else (lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out))
+            fn = peers[label[len("peer: "):]] if peer else (lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out, **scales))
             return bench(fn, **timed).median_ms
         finally:
             os.environ.pop("CKGEMM_CONFIG", None)
@@ -103,7 +124,7 @@ def run(name, dtype_name, args, device, report):
 
 def main() -> int:
     p = common.parser(__doc__, iters=10, warmup=2)
-    p.add_argument("--dtype", default="bf16,fp16", help="bf16, fp16 and/or fp8 (default bf16,fp16)")
+    p.add_argument("--dtype", default="bf16,fp16", help="bf16, fp16, fp8 and/or fp8-block (default bf16,fp16)")
     args = p.parse_args()
     device = common.gpu_device(needs_native=True)
     if device is None:

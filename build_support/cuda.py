@@ -13,7 +13,7 @@ import re
 import shutil
 from pathlib import Path
 
-from . import GENERATED, SHARED_SOURCES, build_info_header, source_commit
+from . import GENERATED, SHARED_SOURCES, build_info_header, compiler_version, source_commit
 
 ROOT = Path(__file__).resolve().parents[1]
 CUDA_DIR = ROOT / "csrc" / "cuda"
@@ -57,9 +57,13 @@ def cutlass_version(include: Path) -> str:
 
 def build_info(include: Path, dtypes, cuda: str) -> dict:
     """What the extension records about its own build (ckgemm._C.build_info(); docs/SELFTEST.md)."""
+    import torch
+    from torch.utils.cpp_extension import CUDA_HOME
+
+    nvcc = os.path.join(CUDA_HOME, "bin", "nvcc") if CUDA_HOME else "nvcc"
     return {"backend": "cutlass", "archs": "sm_90a", "dtypes": ",".join(sorted(dtypes)),
             "cutlass_version": cutlass_version(include), "cutlass_include": str(include), "cuda": cuda,
-            "ckgemm_commit": source_commit()}
+            "compiler": compiler_version(nvcc), "torch": torch.__version__, "ckgemm_commit": source_commit()}
 
 
 def selected_dtypes() -> set[str]:
@@ -123,10 +127,17 @@ def extension(mode: str):
 
         warnings.warn(f"ckgemm: building without the native extension: {why}")
         return [], {}
+    try:
+        include_dirs = cutlass_include_dirs()
+    except SystemExit as exc:  # "build when possible": no headers found is no build, a wrong CUTLASS_DIR an error
+        if mode == "on" or os.environ.get("CUTLASS_DIR"):
+            raise
+        from . import _skip
+
+        return _skip(mode, str(exc).removeprefix("ckgemm: "))
     os.environ.setdefault("MAX_JOBS", str(default_max_jobs()))
     dtypes = selected_dtypes()
     sources = NATIVE_SOURCES + instance_sources(dtypes)
-    include_dirs = cutlass_include_dirs()
     import torch
 
     build_info_header(build_info(Path(include_dirs[0]), dtypes, torch.version.cuda))

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import GENERATED, SHARED_SOURCES, build_info_header, ck_fetch, source_commit
+from . import GENERATED, SHARED_SOURCES, build_info_header, ck_fetch, compiler_version, source_commit
 from .ck_tree import ck_generation, find_ck
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,10 +138,15 @@ def max_jobs() -> int:
 
 def build_info(ck_include: Path, archs, dtypes, hip: str) -> dict:
     """What the extension records about its own build (ckgemm._C.build_info(); docs/SELFTEST.md)."""
+    import torch
+    from torch.utils.cpp_extension import ROCM_HOME
+
     source = f"CK_DIR={os.environ['CK_DIR']}" if os.environ.get("CK_DIR") else "$ROCM_PATH/include"
+    hipcc = os.path.join(ROCM_HOME, "bin", "hipcc") if ROCM_HOME else "hipcc"
     return {"backend": "ck", "archs": ";".join(archs), "dtypes": ",".join(dtypes),
             "ck_generation": ck_generation(ck_include), "ck_commit": ck_fetch.commit_of(ck_include),
-            "ck_source": source, "ck_include": str(ck_include), "hip": hip, "ckgemm_commit": source_commit()}
+            "ck_source": source, "ck_include": str(ck_include), "hip": hip, "compiler": compiler_version(hipcc),
+            "torch": torch.__version__, "ckgemm_commit": source_commit()}
 
 
 def _hip_version(torch) -> tuple[int, ...]:
@@ -164,7 +169,12 @@ def extension(mode: str):
 
     if cpp_extension.ROCM_HOME is None:
         return _skip(mode, "torch is a ROCm build but no ROCm installation was found (set ROCM_PATH)")
-    ck_include = find_ck()
+    try:
+        ck_include = find_ck()
+    except SystemExit as exc:  # "build when possible": no CK found is no build, a wrong CK_DIR an error
+        if mode == "on" or os.environ.get("CK_DIR"):
+            raise
+        return _skip(mode, str(exc).removeprefix("ckgemm: "))
     dtypes, archs = selected_dtypes(), gpu_archs()
     os.environ["MAX_JOBS"] = str(max_jobs())  # read by torch's ninja build
 

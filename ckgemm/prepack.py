@@ -8,7 +8,8 @@ given (16-bit inputs; CK-tile, which reads 8-bit RR natively; the torch referenc
 around the tensors as they are, so serving code can call it unconditionally.
 
 Every form takes a ``PackedWeights`` in place of ``b``: the call's ``layout`` (if given) must be the
-layout the weights were packed from, and ``scale_b`` comes from the weights unless given. Weights packed
+layout the weights were packed from. Weights packed with ``scales`` supply ``scale_b`` (a call that gives it
+too is refused: given twice); weights packed without take ``scale_b`` at the call. Weights packed
 from one [G, ., .] tensor serve the list forms too (one view per expert, their scales alike); weights
 packed from a list serve the list forms only. Scales are checked against the recipes when packed (and
 again by each call, with the activations' scales).

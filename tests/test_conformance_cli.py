@@ -135,6 +135,11 @@ def test_bad_input_checks_pass_a_validating_kernel_and_fail_one_that_accepts_gar
     assert main(["--op", f"{KERNELS}:returns_garbage_for_bad_k", "--form", "packed", "--dtype", "bf16",
                  "--device", "cpu", "--bad-input", "--checks", "bad_k"]) == 1
     assert "returned a result for an invalid call" in capsys.readouterr().out
+    # --bad-input adds every bad-input check to the ones --checks names: a kernel accepting garbage fails
+    assert main(["--op", f"{KERNELS}:returns_garbage_for_bad_k", "--form", "packed", "--dtype", "bf16",
+                 "--device", "cpu", "--bad-input", "--checks", "basic"]) == 1
+    out = capsys.readouterr().out
+    assert "bad_k" in out and "returned a result for an invalid call" in out
 
 
 @pytest.mark.parametrize("op,quant,reason", [

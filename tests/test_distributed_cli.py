@@ -74,3 +74,44 @@ def test_comm_auto_gives_each_rank_a_gpu_or_falls_back_to_gloo(monkeypatch, caps
         pick_backend("nccl", 2)
     assert main(["--nproc", "2", "--comm", "nccl", "--dtype", "bf16"]) == 2
     assert "nccl needs one GPU per rank" in capsys.readouterr().err
+
+
+BAD_CONFIGS = {  # options that parse but cannot run: exit 2 before any rank starts, with the reason
+    "experts not split over the ranks": (["--experts", "7"], "7 experts do not split evenly over 2 ranks"),
+    "no experts": (["--experts", "0"], "sizes must be positive"),
+    "topk above the experts": (["--topk", "9"], "topk 9 exceeds the 8 experts"),
+    "negative tokens": (["--tokens", "-1"], "sizes must be positive"),
+    "no output columns": (["--out", "0"], "sizes must be positive"),
+    "exact mode past its K": (["--hidden", "512"], "exact mode with bf16 needs hidden <= 256"),
+    "a recipe no dtype takes": (["--dtype", "fp16", "--quant", "row"], "recipes \\['row'\\] take none of the dtypes"),
+    "a scenario routing nothing": (["--scenario", "empty-rank", "--topk", "5"],
+                                   "scenario empty-rank routes no token at world size 2"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_CONFIGS))
+def test_configurations_that_cannot_run_exit_2_before_any_rank_starts(name, capsys):
+    options, message = BAD_CONFIGS[name]
+    assert main(["--nproc", "2", "--comm", "gloo", *options]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and __import__("re").search(message, err), err
+
+
+@pytest.mark.parametrize("options, message", [(["--backend", "bogus"], "unknown backend 'bogus'"),
+                                              (["--timeout", "0"], "--timeout must be > 0")])
+def test_bad_backend_and_timeout_are_usage_errors(options, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--nproc", "2", *options])
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_default_experts_split_over_any_world_size_and_world_one_leaves_out_what_routes_nothing():
+    import argparse
+
+    from ckgemm.testing.distributed.cli import default_experts, parse_args, plan
+
+    assert [default_experts(w) for w in (1, 2, 3, 4, 5, 8)] == [8, 8, 9, 8, 10, 16]
+    cases, notes = plan(parse_args(["--dtype", "bf16", "--mode", "exact"]), 1)
+    assert {c.scenario for c in cases} == {"balanced", "zipf", "empty-expert"}
+    assert [n.split(":")[0] for n in notes] == ["note", "note"] and "zero-token-rank" in notes[0]
+    assert isinstance(parse_args([]), argparse.Namespace)

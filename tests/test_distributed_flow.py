@@ -218,3 +218,32 @@ def test_fp8_travels_as_bytes_and_its_poison_survives(dtype):
     assert wire.dtype == torch.uint8 and wire.data_ptr() == buffer.data_ptr()  # a view: the receive writes fp8
     assert bool(torch.isnan(wire.view(dtype).float()).all())
     assert wire_view(poisoned((2, 3), torch.bfloat16)).dtype == torch.bfloat16
+
+
+def gemm_casting_to_bf16(a, b, sizes, *, out, **scales):
+    """A kernel bug: the right values in the wrong output dtype (int8's int32, or fp8's float32, as bf16)."""
+    return ckgemm.grouped_gemm_packed(a, b, sizes, **scales).to(torch.bfloat16)
+
+
+def gemm_with_the_first_scale_blocks(a, b, sizes, *, out, scale_a, scale_b):
+    """A kernel bug: every K and N block scaled with the first block's scales."""
+    first_a = scale_a[:, :1].expand_as(scale_a).contiguous()
+    first_b = scale_b[:, :1, :1].expand_as(scale_b).contiguous()
+    return ckgemm.grouped_gemm_packed(a, b, sizes, out=out, scale_a=first_a, scale_b=first_b)
+
+
+def _wrong_gemms_body(world):
+    numeric = [run_case(world, Case("balanced", MoEConfig(dtype=d, mode="numeric"), 2), seed=SEED,
+                        gemm=gemm_casting_to_bf16) for d in ("int8", "fp8")]
+    block = [run_case(world, Case("balanced", MoEConfig(dtype="fp8", quant="block", mode=m), 2), seed=SEED,
+                      gemm=gemm_with_the_first_scale_blocks) for m in MODES]
+    return numeric, block
+
+
+def test_wrong_output_dtypes_and_block_scale_indexing_fail_at_the_gemm():
+    """Numeric mode checks the GEMM's output dtype before its tolerance (which follows the dtype); the default
+    sizes (K 256, N 256) give two scale blocks each way, so block 0's scales everywhere is caught."""
+    numeric, block = run_in_process(_wrong_gemms_body)
+    for r in numeric + block:
+        assert not r.passed and r.stage == "GEMM", (r.case, r.stage, r.local)
+    assert all("expected torch." in r.local["detail"] for r in numeric), [r.local["detail"] for r in numeric]

@@ -90,7 +90,7 @@ def test_batch_is_rebuilt_bit_for_bit_and_exact_values_are_small(dtype):
     other_step = make_batch(cfg, "zipf", BASE_SEED, 3, 4, "cpu")
     assert not torch.equal(other_step.routing.ids[:8], a.routing.ids[:8])
     w = make_expert_weights(cfg, BASE_SEED, "cpu")
-    assert w.data.shape == (8, 64, 128) and w.data.dtype == cfg.input_dtype("cpu")
+    assert w.data.shape == (8, 256, 256) and w.data.dtype == cfg.input_dtype("cpu")  # two scale blocks each way
 
 
 @pytest.mark.parametrize("dtype, mode", [("bf16", "exact"), ("int8", "numeric"), ("fp8", "numeric")])

@@ -1,8 +1,9 @@
-"""ckgemm's own fp8 kernel (csrc/cuda/ws_fp8.cuh) behind the op: packed unscaled fp8 calls with device sizes
-whose groups average more than 64 rows route to it, where its 192-wide tile pads N by at most 5%
-(csrc/cuda/rules.cpp). Checked against the harness reference with
-NaN-poisoned outputs, against CUTLASS's 128x192 tile bit for bit, under graph replay with new device sizes,
-and for its refusals (bad device sizes, more than 1024 groups, another promotion interval). CUTLASS only."""
+"""ckgemm's own fp8 kernel (csrc/cuda/ws_fp8.cuh) behind the op: packed unscaled fp8 calls (fp32 out) and
+block-scaled ones (bf16 out) with device sizes whose groups average more than 64 rows route to it, where its
+192-wide tile pads N by at most 5% (csrc/cuda/rules.cpp). Checked against the harness reference with
+NaN-poisoned outputs, against CUTLASS's 128x192 tile bit for bit (unscaled), under graph replay with new
+device sizes, and for its refusals (bad device sizes, more than 1024 groups, another promotion interval).
+CUTLASS only."""
 from __future__ import annotations
 
 import os
@@ -82,6 +83,60 @@ def test_own_kernel_replays_a_graph_with_new_device_sizes():
         check_packed(out, a, b, new, FP8, 512, f"own fp8 replay {new}")
 
 
+def _block_call(sizes, n, k, tag, out=None):
+    """A DeepGEMM-style block-scaled call (1x128 A, 128x128 B scales from the harness casts), bf16 out."""
+    from ckgemm.testing import quant
+
+    gen = generator(tag)
+    a, sa = quant.per_token_cast_to_fp8(torch.randn(sum(sizes), k, generator=gen).to(DEVICE))
+    b, sb = quant.per_block_cast_to_fp8((torch.randn(len(sizes), n, k, generator=gen) * 0.05).to(DEVICE))
+    gs = torch.tensor(sizes, dtype=torch.int32, device=DEVICE)
+    out = poison((sum(sizes), n), torch.bfloat16, DEVICE) if out is None else out
+    ckgemm.grouped_gemm_packed(a, b, gs, out=out, scale_a=sa, scale_b=sb)
+    return (a, sa), (b, sb), gs, out
+
+
+def _check_block(out, a, b, sizes, k, name):
+    from ckgemm.testing import check, grouped_gemm_reference_packed
+
+    ref = grouped_gemm_reference_packed(a, b, sizes, precision="fp64")
+    starts = [sum(sizes[:g]) for g in range(len(sizes))]
+    check([out[s:s + m] for s, m in zip(starts, sizes)], [ref[s:s + m] for s, m in zip(starts, sizes)],
+          in_dtype=FP8, k=k, scaled=True, name=name)
+
+
+# a partial last 128-deep block (K 320, 2880), N not a multiple of 192 or 128 (3851: the last tile pair past
+# N), tiles whose 192 columns straddle a 128-column scale block, empty groups, tile edges
+BLOCK_CASES = [([0, 1, 127, 128, 129, 300, 0, 1000], 384, 320), ([700, 0, 513, 66], 3851, 2880),
+               ([256, 256], 1536, 7168)]
+
+
+@pytest.mark.parametrize("case", range(len(BLOCK_CASES)))
+def test_own_kernel_takes_block_scales(case):
+    sizes, n, k = BLOCK_CASES[case]
+    a, b, _, out = _block_call(sizes, n, k, f"own-block-{case}")
+    assert _paths() == {OWN}, ckgemm.last_dispatch()
+    assert ckgemm.last_dispatch().recipe == "block"
+    _check_block(out, a, b, sizes, k, f"own block {case}")
+
+
+def test_own_block_kernel_replays_a_graph_with_new_device_sizes():
+    sizes = [300, 0, 212, 512]
+    a, b, gs, out = _block_call(sizes, 384, 640, "own-block-graph")
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            ckgemm.grouped_gemm_packed(a[0], b[0], gs, out=out, scale_a=a[1], scale_b=b[1])
+    assert _paths() == {OWN}
+    for new in ([0, 1024, 0, 0], [1, 1, 1, 1021], [256, 256, 256, 256]):
+        gs.copy_(torch.tensor(new, dtype=gs.dtype))
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        _check_block(out, a, b, new, 640, f"own block replay {new}")
+
+
 def test_more_groups_than_the_own_kernel_takes_run_on_cutlass():
     sizes = [65] * 1025
     a, b, gs, out = _call(sizes, 192, 128, "own-fp8-1025")
@@ -123,3 +178,13 @@ def test_another_promotion_interval_runs_cutlass():
     """, {"CKGEMM_FP8_PROMOTION": "8"})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "cutlass:coop_128x192x128_c1x2", proc.stdout
+    proc = _run("""
+        import torch, ckgemm
+        from ckgemm.testing import quant
+        a, sa = quant.per_token_cast_to_fp8(torch.randn(4096, 256, device="cuda"))
+        b, sb = quant.per_block_cast_to_fp8(torch.randn(4, 384, 256, device="cuda"))
+        ckgemm.grouped_gemm_packed(a, b, torch.tensor([1024] * 4, device="cuda"), scale_a=sa, scale_b=sb)
+        print(ckgemm.last_dispatch().paths[0])
+    """, {"CKGEMM_FP8_PROMOTION": "8"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == OWN, "block scales promote every block on either kernel: the knob leaves them"

@@ -161,6 +161,9 @@ def test_build_records_the_ck_it_was_built_from(tmp_path, monkeypatch):
     assert info["ck_generation"] == "G3" and info["ck_source"] == f"CK_DIR={tree}"
     assert (info["backend"], info["archs"], info["dtypes"]) == ("ck", "gfx942;gfx950", "fp16,fp8")
     assert info["ckgemm_commit"] == source_commit()
+    import torch
+
+    assert info["torch"] == torch.__version__ and info["compiler"]  # "hipcc: ..." here, or "unknown" without one
     cxx = shutil.which("g++") or shutil.which("clang++")
     if cxx is None:
         pytest.skip("no C++ compiler to check the generated header")
@@ -195,5 +198,8 @@ def test_cuda_build_records_cutlass_and_the_commit(tmp_path):
     info = cuda.build_info(include, {"fp8", "bf16"}, "13.0")
     assert (info["backend"], info["archs"], info["dtypes"], info["cutlass_version"], info["cuda"]) == (
         "cutlass", "sm_90a", "bf16,fp8", "4.2.0", "13.0")
+    import torch
+
+    assert info["torch"] == torch.__version__ and (info["compiler"] == "unknown" or info["compiler"].startswith("nvcc: "))
     commit = source_commit()
     assert commit == "unknown" or re.fullmatch(r"[0-9a-f]{40}(\+dirty)?", commit)

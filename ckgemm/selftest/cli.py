@@ -18,7 +18,7 @@ EPILOG = """
 On an MI300/MI355 (or any GPU box): install ckgemm from a checkout as the README says, then run
     python -m ckgemm.selftest
 and send back the directory it names (selftest.md, selftest.json and the logs beside them).
---quick shrinks the op_tests and benchmark shapes (what a CPU machine runs in about a minute).
+--quick shrinks the op_tests and benchmark shapes (what a CPU machine runs in well under a minute).
 """
 
 

@@ -1,6 +1,7 @@
 """ckgemm.testing: a harness for checking and timing grouped-GEMM-like kernels (any kernel, not only ckgemm's).
 
-One module per idea; this package never imports ckgemm's ops, so it judges them from outside:
+One module per idea; its modules never call ckgemm's ops (importing the package runs ckgemm/__init__.py, which
+loads them), so it judges them from outside:
 
 - ``numeric``  calc_diff, error_stats, CK-tile's tolerance model
 - ``check``    check(out, ref, ...): hard-fails with a per-group report

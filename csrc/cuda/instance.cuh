@@ -312,6 +312,8 @@ struct OwnWarpSpecialized {};
 #define CKGEMM_INSTANCE(key, dtype, out, layout, scaling, schedule, tm, tn, tk, cm, cn)                     \
   struct Spec_##key {                                                                                       \
     using Schedule = schedule;                                                                              \
+    using Out = typename OutTypeOf<OutType::out>::T;                                                        \
+    static constexpr Scaling kScaling = Scaling::scaling;                                                   \
     static constexpr int kTileN = tn, kClusterM = cm;                                                       \
     using Kernel = GroupedGemmKernel<typename InType<DType::dtype>::T, typename OutTypeOf<OutType::out>::T, \
                                      AccOf<DType::dtype>, LayoutBOf<Layout::layout>,                       \

@@ -1,6 +1,7 @@
-// ckgemm's own fp8 grouped kernel (ws_fp8.cuh) as a row of the CUTLASS backend's instance table
-// (schedule OwnWarpSpecialized in instances.inc): the packed form's launch. Its acceptance rule is
-// ws_fp8_rules.h, applied by rules.cpp; list groups are refused there, so the router gives them to CUTLASS.
+// ckgemm's own fp8 grouped kernel (ws_fp8.cuh) as a row of the CUTLASS backend's instance table (schedule
+// OwnWarpSpecialized in instances.inc: unscaled to fp32, block-scaled to bf16): the packed form's launch. Its
+// acceptance rule is ws_fp8_rules.h, applied by rules.cpp; list groups are refused there, so the router gives
+// them to CUTLASS.
 //
 // Two launches, as the CUTLASS instances make: the shared builder checks the device-resident group sizes
 // first (a bad size prints a "group_sizes" message and traps the stream, or sets sizes_ok), then the kernel,
@@ -9,6 +10,7 @@
 #pragma once
 
 #include <string>
+#include <type_traits>
 
 #include "../common/descriptor.h"
 #include "../common/packed_args.cuh"
@@ -19,6 +21,14 @@ namespace ckgemm::cuda {
 
 template <class Spec>
 struct WsInstance {
+  static constexpr ws::Recipe kRecipe = Spec::kScaling == Scaling::Block ? ws::Recipe::Block
+                                        : Spec::kScaling == Scaling::Row ? ws::Recipe::Row
+                                                                         : ws::Recipe::None;
+  // The kernel's output element: CUTLASS's bfloat16_t is stored as CUDA's __nv_bfloat16 (same bits).
+  using Out = std::conditional_t<std::is_same_v<typename Spec::Out, cutlass::bfloat16_t>, __nv_bfloat16,
+                                 typename Spec::Out>;
+  static_assert(std::is_same_v<Out, float> || std::is_same_v<Out, __nv_bfloat16>, "fp32 or bf16 output");
+
   static size_t bytes(int, int) { return 0; }
 
   static Status run(const Launch& l) {
@@ -32,8 +42,7 @@ struct WsInstance {
       }
     }
     std::string why;
-    const cudaError_t e =
-        ws::launch<Spec::kTileN, Spec::kClusterM == 2, ws::Recipe::None, float>(p, l.sm_count, l.stream, &why);
+    const cudaError_t e = ws::launch<Spec::kTileN, Spec::kClusterM == 2, kRecipe, Out>(p, l.sm_count, l.stream, &why);
     if (e != cudaSuccess) {
       report_message(l.report, -1, why);
       return Status::BackendError;

@@ -139,8 +139,8 @@ def make_plan(args) -> Plan:
                                        "checks") or None)
     except KeyError as exc:
         raise UsageError(str(exc)) from None
-    if args.bad_input and not args.checks:
-        checks += list(catalogue.BAD_INPUT)
+    if args.bad_input:  # also with --checks: every bad-input check, each once
+        checks += [c for c in catalogue.BAD_INPUT if c not in checks]
     return Plan(_kernels(args, args.op), dtypes, device, "full" if args.full else "smoke", checks,
                 OUT_DTYPES.get(args.out_dtype))
 

@@ -13,10 +13,10 @@ import torch.distributed as dist
 from ..device_info import device_name
 from ..report import Report
 from .bench import bench_layer, bench_text
-from .config import DTYPE_NAMES, MODES, QUANTS, Case, grid
+from .config import DTYPE_NAMES, MODES, QUANTS, Case, MoEConfig, grid
 from .flow import run_flow
 from .launch import exit_rank, init_from_env, launch, pick_backend, run_in_process
-from .router import SCENARIOS
+from .router import SCENARIOS, routes_nothing
 from .selftest import run_self_test
 from .verdict import summary_table
 
@@ -51,10 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quant", default="none", help=f"comma list of {', '.join(QUANTS)} (default none: unscaled)")
     p.add_argument("--mode", default="both", choices=MODES + ("both",), help="exact, numeric or both (default)")
     p.add_argument("--steps", type=int, default=4, help="steps per case, fresh tokens each (default 4), then a rerun")
-    p.add_argument("--experts", type=int, default=None, help="experts (default: max(8, 2 x world size))")
+    p.add_argument("--experts", type=int, default=None,
+                   help="experts, a multiple of the world size (default: max(8, 2 x world size), rounded up to one)")
     p.add_argument("--topk", type=int, default=2)
-    p.add_argument("--hidden", type=int, default=128, help="K (exact mode: at most 256 for bf16)")
-    p.add_argument("--out", type=int, default=64, help="N")
+    p.add_argument("--hidden", type=int, default=256,
+                   help="K (default 256: two 128-deep scale blocks; exact mode: at most 256 for bf16)")
+    p.add_argument("--out", type=int, default=256, help="N (default 256: two 128-wide weight-scale blocks)")
     p.add_argument("--tokens", type=int, default=24, help="tokens on rank 0 (rank r: fewer, see router.py)")
     p.add_argument("--seed", type=int, default=0, help="the one seed every rank rebuilds the data from")
     p.add_argument("--backend", default=None, help="ckgemm backend of the grouped GEMM (default: best available)")
@@ -82,17 +84,45 @@ def parse_args(argv=None) -> argparse.Namespace:
         parser.error("--nproc must be >= 1")
     if min(args.steps, args.iters) < 1 or args.warmup < 0:
         parser.error("--steps and --iters must be >= 1, --warmup >= 0")
+    if not args.timeout > 0:
+        parser.error(f"--timeout must be > 0, got {args.timeout}")
+    if args.backend is not None:
+        import ckgemm  # the op, imported lazily (the GEMM this flow runs; layer.py)
+
+        known = tuple(ckgemm.backend_status())
+        if args.backend not in known:
+            parser.error(f"--backend: unknown backend {args.backend!r}; known: {', '.join(known)}")
     return args
 
 
-def cases_for(args, world_size: int) -> list[Case]:
-    sizes = {"experts": args.experts or max(8, 2 * world_size), "topk": args.topk, "hidden": args.hidden,
-             "out": args.out, "tokens": args.tokens}
-    cases = grid(args.scenarios, args.dtypes, args.modes, sizes=sizes, quants=args.quants, steps=args.steps)
+def default_experts(world_size: int) -> int:
+    """max(8, 2 x world size), rounded up to a multiple of the world size so the experts split evenly."""
+    least = max(8, 2 * world_size)
+    return -(-least // world_size) * world_size
+
+
+def plan(args, world_size: int) -> tuple[list[Case], list[str]]:
+    """The run's cases and notes on scenarios left out; ValueError for a configuration that cannot run (the
+    CLI's exit status 2, found before any rank starts)."""
+    experts = args.experts if args.experts is not None else default_experts(world_size)
+    sizes = {"experts": experts, "topk": args.topk, "hidden": args.hidden, "out": args.out, "tokens": args.tokens}
+    MoEConfig(**sizes, mode="numeric").local_experts(world_size)  # the sizes' own errors first
+    scenarios, notes = [], []
+    for name in args.scenarios:  # a scenario that routes no token would pass without checking anything
+        why = routes_nothing(SCENARIOS[name], tokens=args.tokens, experts=experts, topk=args.topk, world=world_size)
+        if why is None:
+            scenarios.append(name)
+        elif args.scenario == "all":
+            notes.append(f"note: scenario {name} left out at world size {world_size}: {why}")
+        else:
+            raise ValueError(f"scenario {name} routes no token at world size {world_size} ({why}): nothing to check")
+    if not scenarios:
+        raise ValueError(f"no scenario routes a token with these sizes ({'; '.join(notes)})")
+    cases = grid(scenarios, args.dtypes, args.modes, sizes=sizes, quants=args.quants, steps=args.steps)
     if not cases:
         raise ValueError(f"no case: recipes {args.quants} take none of the dtypes {args.dtypes}")
-    cases[0].config.local_experts(world_size)  # a clear error when the experts do not split over the ranks
-    return cases
+    return cases, notes
+
 
 
 def _header(world, args) -> str:
@@ -107,9 +137,12 @@ def rank_main(world, args) -> dict:
     lead = world.rank == 0
     report = Report("ckgemm expert-parallel flow", meta={"world": world.size, "comm": world.backend,
                                                          "seed": args.seed, "backend": args.backend or "auto"})
+    cases, notes = plan(args, world.size)
     if lead:
         print(_header(world, args), flush=True)
-    results = run_flow(world, cases_for(args, world.size), seed=args.seed, backend=args.backend)
+        for note in notes:
+            print(note, flush=True)
+    results = run_flow(world, cases, seed=args.seed, backend=args.backend)
     passed = all(r.passed for r in results) and not any(r.broken for r in results)
     for r in results:
         for row in r.rows or []:
@@ -126,7 +159,7 @@ def rank_main(world, args) -> dict:
         if lead:
             print(Report(rows=[o.row() for o in outcomes]).table(), flush=True)
     if args.bench and passed:
-        for case in cases_for(args, world.size)[::len(args.modes)]:
+        for case in cases[::len(args.modes)]:
             summary = bench_layer(world, case.config, case.scenario, seed=args.seed, backend=args.backend,
                                   warmup=args.warmup, iters=args.iters)
             if lead:
@@ -142,7 +175,14 @@ def rank_main(world, args) -> dict:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # under torchrun: this process is one rank
+    torchrun = "RANK" in os.environ and "WORLD_SIZE" in os.environ
+    try:  # a configuration that cannot run stops here, before any rank starts (exit 2, as a bad option)
+        plan(args, int(os.environ["WORLD_SIZE"]) if torchrun else (args.nproc or 1))
+    except ValueError as exc:
+        if not torchrun or os.environ.get("RANK") == "0":
+            print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if torchrun:  # under torchrun: this process is one rank
         if args.nproc is not None:
             print("note: --nproc is ignored under torchrun", file=sys.stderr)
         world = init_from_env(args.comm, args.timeout)

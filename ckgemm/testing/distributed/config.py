@@ -27,8 +27,8 @@ class MoEConfig:
 
     experts: int = 8
     topk: int = 2
-    hidden: int = 128  # K
-    out: int = 64  # N
+    hidden: int = 256  # K: two 128-deep scale blocks, so a block recipe's K indexing is checked
+    out: int = 256  # N: two 128-wide weight-scale blocks, likewise
     tokens: int = 24
     dtype: str = "bf16"
     quant: str = "none"

@@ -73,6 +73,16 @@ def tokens_per_rank(scenario: Scenario, tokens: int, world: int) -> list[int]:
     return counts
 
 
+def routes_nothing(scenario: Scenario, *, tokens: int, experts: int, topk: int, world: int) -> str | None:
+    """Why the scenario routes no token at all with these sizes (a run of it would check nothing), or None."""
+    if sum(tokens_per_rank(scenario, tokens, world)) == 0:
+        return "no rank has a token" + (" (its last rank is its only rank)" if scenario.idle_last_rank else "")
+    allowed = experts - (experts // world if scenario.unrouted_last_rank else 0) - int(scenario.empty_expert)
+    if allowed < topk:
+        return f"only {allowed} of the {experts} experts may receive, fewer than topk {topk}"
+    return None
+
+
 def expert_weights(scenario: Scenario, experts: int, world: int, gen: torch.Generator) -> torch.Tensor:
     """Relative popularity of each expert for this step (0: never chosen)."""
     if scenario.routing == "zipf":
