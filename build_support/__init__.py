@@ -37,6 +37,18 @@ def _skip(mode: str, why: str):
     return [], {}
 
 
+def find_headers(mode: str, find, named_by: str):
+    """``find()``'s headers, or None when the "auto" build finds none (a pure-Python install, with a warning).
+    A location the user named in ``named_by`` that holds nothing, or CKGEMM_NATIVE=1, stops the build."""
+    try:
+        return find()
+    except SystemExit as exc:
+        if mode == "on" or os.environ.get(named_by):
+            raise
+        _skip(mode, str(exc).removeprefix("ckgemm: "))
+        return None
+
+
 def native_extension():
     """(ext_modules, cmdclass) for setuptools.setup."""
     mode = native_mode()

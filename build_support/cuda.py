@@ -13,7 +13,7 @@ import re
 import shutil
 from pathlib import Path
 
-from . import GENERATED, SHARED_SOURCES, build_info_header, compiler_version, source_commit
+from . import GENERATED, SHARED_SOURCES, build_info_header, compiler_version, find_headers, source_commit
 
 ROOT = Path(__file__).resolve().parents[1]
 CUDA_DIR = ROOT / "csrc" / "cuda"
@@ -127,14 +127,9 @@ def extension(mode: str):
 
         warnings.warn(f"ckgemm: building without the native extension: {why}")
         return [], {}
-    try:
-        include_dirs = cutlass_include_dirs()
-    except SystemExit as exc:  # "build when possible": no headers found is no build, a wrong CUTLASS_DIR an error
-        if mode == "on" or os.environ.get("CUTLASS_DIR"):
-            raise
-        from . import _skip
-
-        return _skip(mode, str(exc).removeprefix("ckgemm: "))
+    include_dirs = find_headers(mode, cutlass_include_dirs, "CUTLASS_DIR")
+    if include_dirs is None:
+        return [], {}
     os.environ.setdefault("MAX_JOBS", str(default_max_jobs()))
     dtypes = selected_dtypes()
     sources = NATIVE_SOURCES + instance_sources(dtypes)

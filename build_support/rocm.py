@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import GENERATED, SHARED_SOURCES, build_info_header, ck_fetch, compiler_version, source_commit
+from . import GENERATED, SHARED_SOURCES, build_info_header, ck_fetch, compiler_version, find_headers, source_commit
 from .ck_tree import ck_generation, find_ck
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -169,12 +169,9 @@ def extension(mode: str):
 
     if cpp_extension.ROCM_HOME is None:
         return _skip(mode, "torch is a ROCm build but no ROCm installation was found (set ROCM_PATH)")
-    try:
-        ck_include = find_ck()
-    except SystemExit as exc:  # "build when possible": no CK found is no build, a wrong CK_DIR an error
-        if mode == "on" or os.environ.get("CK_DIR"):
-            raise
-        return _skip(mode, str(exc).removeprefix("ckgemm: "))
+    ck_include = find_headers(mode, find_ck, "CK_DIR")
+    if ck_include is None:
+        return [], {}
     dtypes, archs = selected_dtypes(), gpu_archs()
     os.environ["MAX_JOBS"] = str(max_jobs())  # read by torch's ninja build
 

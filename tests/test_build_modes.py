@@ -28,22 +28,6 @@ def cuda_without_cutlass(tmp_path, monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "cutlass_library" else real(name, *a))
 
 
-def test_cuda_auto_without_cutlass_headers_installs_pure_python_with_a_warning(cuda_without_cutlass):
-    with pytest.warns(UserWarning, match="building without the native extension: CUTLASS headers not found"):
-        assert cuda.extension("auto") == ([], {})
-
-
-def test_cuda_on_without_cutlass_headers_stops_the_build(cuda_without_cutlass):
-    with pytest.raises(SystemExit, match="CUTLASS headers not found.*nvidia-cutlass"):
-        cuda.extension("on")
-
-
-def test_a_named_cutlass_dir_that_holds_nothing_stops_an_auto_build(cuda_without_cutlass, tmp_path, monkeypatch):
-    monkeypatch.setenv("CUTLASS_DIR", str(tmp_path / "no-cutlass"))
-    with pytest.raises(SystemExit, match="CUTLASS include dirs missing"):
-        cuda.extension("auto")
-
-
 @pytest.fixture
 def rocm_without_ck(tmp_path, monkeypatch):
     monkeypatch.setattr(cpp_extension, "ROCM_HOME", str(tmp_path / "rocm"))
@@ -51,14 +35,26 @@ def rocm_without_ck(tmp_path, monkeypatch):
     monkeypatch.delenv("CK_DIR", raising=False)
 
 
-def test_rocm_auto_without_ck_headers_installs_pure_python_with_a_warning(rocm_without_ck):
-    with pytest.warns(UserWarning, match="building without the native extension: no CK-tile headers"):
-        assert rocm.extension("auto") == ([], {})
-    with pytest.raises(SystemExit, match="no CK-tile headers"):
-        rocm.extension("on")
+# backend: (its planted environment, its build module, what a missing header says, the variable naming a
+# location, what a named empty location says)
+BUILDS = {"cuda": ("cuda_without_cutlass", cuda, "CUTLASS headers not found", "CUTLASS_DIR", "CUTLASS include dirs missing"),
+          "rocm": ("rocm_without_ck", rocm, "no CK-tile headers", "CK_DIR", "holds no include/ck_tile/core.hpp")}
 
 
-def test_a_named_ck_dir_that_holds_nothing_stops_an_auto_build(rocm_without_ck, tmp_path, monkeypatch):
-    monkeypatch.setenv("CK_DIR", str(tmp_path / "empty"))
-    with pytest.raises(SystemExit, match="holds no include/ck_tile/core.hpp"):
-        rocm.extension("auto")
+@pytest.mark.parametrize("backend", sorted(BUILDS))
+def test_auto_without_headers_installs_pure_python_and_on_stops(backend, request):
+    fixture, module, missing, _, _ = BUILDS[backend]
+    request.getfixturevalue(fixture)
+    with pytest.warns(UserWarning, match=f"building without the native extension: {missing}"):
+        assert module.extension("auto") == ([], {})
+    with pytest.raises(SystemExit, match=missing):
+        module.extension("on")
+
+
+@pytest.mark.parametrize("backend", sorted(BUILDS))
+def test_a_named_header_location_that_holds_nothing_stops_an_auto_build(backend, request, tmp_path, monkeypatch):
+    fixture, module, _, variable, empty = BUILDS[backend]
+    request.getfixturevalue(fixture)
+    monkeypatch.setenv(variable, str(tmp_path / "empty"))
+    with pytest.raises(SystemExit, match=empty):
+        module.extension("auto")

@@ -68,19 +68,26 @@ def test_own_kernel_matches_the_reference_and_cutlass(case, size_dtype):
 def test_own_kernel_replays_a_graph_with_new_device_sizes():
     sizes = [300, 0, 212, 512]
     a, b, gs, out = _call(sizes, 384, 512, "own-fp8-graph")
+    _replay_with_new_sizes(lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out), gs, out,
+                           lambda new: check_packed(out, a, b, new, FP8, 512, f"own fp8 replay {new}"))
+
+
+def _replay_with_new_sizes(call, gs, out, judge):
+    """Capture ``call`` (after a warm-up on the capture stream), then replay it with new device sizes, each
+    result judged from a NaN-poisoned output."""
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
-        ckgemm.grouped_gemm_packed(a, b, gs, out=out)  # warm-up on the capture stream
+        call()
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, stream=stream):
-            ckgemm.grouped_gemm_packed(a, b, gs, out=out)
-    assert _paths() == {OWN}
+            call()
+    assert _paths() == {OWN}, ckgemm.last_dispatch()
     for new in ([0, 1024, 0, 0], [1, 1, 1, 1021], [256, 256, 256, 256]):
         gs.copy_(torch.tensor(new, dtype=gs.dtype))
         out.fill_(float("nan"))
         graph.replay()
         torch.cuda.synchronize()
-        check_packed(out, a, b, new, FP8, 512, f"own fp8 replay {new}")
+        judge(new)
 
 
 def _block_call(sizes, n, k, tag, out=None):
@@ -123,18 +130,8 @@ def test_own_kernel_takes_block_scales(case):
 def test_own_block_kernel_replays_a_graph_with_new_device_sizes():
     sizes = [300, 0, 212, 512]
     a, b, gs, out = _block_call(sizes, 384, 640, "own-block-graph")
-    stream = torch.cuda.Stream()
-    with torch.cuda.stream(stream):
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=stream):
-            ckgemm.grouped_gemm_packed(a[0], b[0], gs, out=out, scale_a=a[1], scale_b=b[1])
-    assert _paths() == {OWN}
-    for new in ([0, 1024, 0, 0], [1, 1, 1, 1021], [256, 256, 256, 256]):
-        gs.copy_(torch.tensor(new, dtype=gs.dtype))
-        out.fill_(float("nan"))
-        graph.replay()
-        torch.cuda.synchronize()
-        _check_block(out, a, b, new, 640, f"own block replay {new}")
+    _replay_with_new_sizes(lambda: ckgemm.grouped_gemm_packed(a[0], b[0], gs, out=out, scale_a=a[1], scale_b=b[1]),
+                           gs, out, lambda new: _check_block(out, a, b, new, 640, f"own block replay {new}"))
 
 
 def test_more_groups_than_the_own_kernel_takes_run_on_cutlass():
