@@ -139,6 +139,13 @@ __device__ __forceinline__ void promote(float* acc, const float* tmp, float lo0,
   }
 }
 
+// fp32 to the output element, spelled out: torch's extension build defines __CUDA_NO_BF16_CONVERSIONS__.
+template <class Out>
+__device__ __forceinline__ Out to_out(float v) {
+  if constexpr (std::is_same_v<Out, float>) return v;
+  else return __float2bfloat16_rn(v);
+}
+
 template <class Out>
 __device__ __forceinline__ void store_pair(Out* dst, float v0, float v1) {
   if constexpr (std::is_same_v<Out, float>) *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
@@ -235,8 +242,8 @@ __device__ __forceinline__ void store_tile(const Params& p, const Tile& t, const
       if (p.vector_store && col + 1 < p.n) {
         store_pair(dst, v0, v1);
       } else {
-        dst[0] = static_cast<Out>(v0);
-        if (col + 1 < p.n) dst[1] = static_cast<Out>(v1);
+        dst[0] = to_out<Out>(v0);
+        if (col + 1 < p.n) dst[1] = to_out<Out>(v1);
       }
     }
   }
