@@ -101,7 +101,11 @@ def main() -> int:
         sources = [s for s in sources if not s.startswith("csrc/cuda/instances/") or Path(s).stem in keep]
     if args.only:
         sources = [s for s in sources if any(o in s for o in args.only.split(","))]
-    flags = ["-std=c++17", *cuda.nvcc_flags(dtypes), f"-I{ROOT / 'csrc'}", *(f"-I{d}" for d in includes)]
+    from torch.utils.cpp_extension import COMMON_NVCC_FLAGS  # what torch's extension build adds (no bf16/half
+    # conversions or operators), so code that compiles only without them fails here as it would in the build
+
+    flags = ["-std=c++17", *COMMON_NVCC_FLAGS, *cuda.nvcc_flags(dtypes), f"-I{ROOT / 'csrc'}",
+             *(f"-I{d}" for d in includes)]
     jobs = args.jobs or cuda.default_max_jobs()
     print(f"check_cuda_compile: {len(sources)} TUs, {jobs} parallel jobs, nvcc flags: {' '.join(flags[:6])} ...",
           flush=True)
