@@ -247,3 +247,14 @@ def test_wrong_output_dtypes_and_block_scale_indexing_fail_at_the_gemm():
     for r in numeric + block:
         assert not r.passed and r.stage == "GEMM", (r.case, r.stage, r.local)
     assert all("expected torch." in r.local["detail"] for r in numeric), [r.local["detail"] for r in numeric]
+
+
+def _fault_needing_peers_body(world):
+    with pytest.raises(ValueError, match=r"off_by_one_split.*need at least 2 ranks; this world has 1"):
+        run_case(world, Case("balanced", MoEConfig(), 1), seed=SEED, faults=("off_by_one_split",))
+    return True
+
+
+def test_a_fault_that_needs_peers_is_refused_at_world_size_one():
+    """Injected there it could change nothing, and the case would pass as if the fault were caught."""
+    assert run_in_process(_fault_needing_peers_body)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from .batch import local_expert_weights, make_batch, make_expert_weights
 from .checks import LocalVerdict, check_rerun, check_step
 from .config import Case
-from .faults import Injector
+from .faults import FAULTS, Injector, check_fault_names
 from .launch import World
 from .layer import EPMoE
 from .recipes import check_recipe
@@ -48,8 +48,14 @@ def _summary_row(case: Case, world: World, verdict: LocalVerdict, trace, steps: 
 
 
 def run_case(world: World, case: Case, *, seed: int, gemm=None, backend: str | None = None, faults=()) -> CaseResult:
+    """One case through the layer for its steps and a rerun. ``faults`` are injected; a fault that needs more
+    ranks than the world has is refused, and ``CaseResult.applied`` says whether each changed anything (one
+    that changed nothing leaves the case passing: check it, as the self-test does)."""
     cfg = case.config
     check_recipe(cfg.quant, cfg.dtype)
+    short = [n for n in check_fault_names(faults) if FAULTS[n].min_world > world.size]
+    if short:
+        raise ValueError(f"fault(s) {short} need at least 2 ranks; this world has {world.size}")
     if case.steps < 1:
         raise ValueError(f"case {case.name}: steps must be >= 1")
     rank, size, device = world.rank, world.size, world.device
