@@ -10,6 +10,7 @@ Error is measured against an fp64 product of the same e4m3 inputs: calc_diff and
 (the path it took is printed) and for cuBLAS's torch._scaled_mm with unit scales (no fast accumulation),
 the precision issue 10 asks the op to match.
 """
+import argparse
 import os
 import sys
 
@@ -20,9 +21,13 @@ import ckgemm  # noqa: E402
 from ckgemm.testing import bench, calc_diff  # noqa: E402
 from bench_grouped_gemm import _inputs  # noqa: E402
 from cases import all_cases  # noqa: E402
+import common  # noqa: E402
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
+    if common.gpu_device(needs_native=True) is None:
+        return 2
     setting = os.environ.get("CKGEMM_FP8_PROMOTION", "4 (default)")
     for bc in all_cases():
         if bc.decode or "seed" in bc.name:

@@ -72,8 +72,8 @@ def main(argv=None) -> int:
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     if not torch.cuda.is_available():
-        print("benchmarks need a GPU")
-        return 0
+        print("benchmarks need a GPU; nothing to do")
+        return 2  # as the other benchmarks (common.gpu_device)
     device = torch.device("cuda")
     side = torch.cuda.Stream()
     rows = []

@@ -6,6 +6,7 @@ the same run, eagerly (host overhead included) and under CUDA-graph replay (kern
 """
 from __future__ import annotations
 
+import argparse
 import sys
 
 from tabulate import tabulate
@@ -39,11 +40,15 @@ def summarize(report: Report) -> list[dict]:
     return lines
 
 
-def main() -> int:
-    if len(sys.argv) != 2:
-        print(__doc__)
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("report", help="a benchmark report (JSON) of bench_grouped_gemm.py")
+    args = p.parse_args(argv)
+    try:
+        report = Report.load(args.report)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        print(f"error: {args.report}: not a readable report ({type(exc).__name__}: {exc})", file=sys.stderr)
         return 2
-    report = Report.load(sys.argv[1])
     print(tabulate(summarize(report), headers="keys", tablefmt="github", floatfmt=".4g"))
     return 0
 

@@ -5,7 +5,6 @@ the same quantization), bad inputs as pass/fail checks, and timings (shape, kern
 beside the peers available here, then a markdown summary. Exits non-zero on any failure. Run with --help."""
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ import torch  # noqa: E402
 
 import ckgemm  # noqa: E402
 from ckgemm.testing import Report, baseline, device_info, roofline  # noqa: E402
+from ckgemm.testing.report import writable_path  # noqa: E402
 from grouped_gemm_cli.args import parse_args  # noqa: E402
 from grouped_gemm_cli.bad_input import run_bad_inputs  # noqa: E402
 from grouped_gemm_cli.correctness import cell_row, output_dtype, run_correctness  # noqa: E402
@@ -93,15 +93,8 @@ def run_bad(args, plan, report: Report) -> int:
 def unwritable_outputs(args) -> list[str]:
     """--json/--markdown/--csv paths that cannot be written (found before the run): a folder, or a path whose
     nearest existing folder is not writable (the writers make the missing folders)."""
-    bad = []
-    for flag, path in (("--json", args.json), ("--markdown", args.markdown), ("--csv", args.csv)):
-        if path:
-            folder = Path(path).resolve().parent
-            while not folder.exists():
-                folder = folder.parent
-            if Path(path).is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
-                bad.append(f"{flag} {path}")
-    return bad
+    return [f"{flag} {path}" for flag, path in (("--json", args.json), ("--markdown", args.markdown),
+                                                 ("--csv", args.csv)) if path and not writable_path(path)]
 
 
 def read_baseline(args):

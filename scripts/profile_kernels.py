@@ -175,6 +175,11 @@ def main() -> int:
     s = sub.add_parser("summarize")
     s.add_argument("csv", nargs="+")
     args = parser.parse_args()
+    import torch
+
+    if args.mode == "run" and not torch.cuda.is_available():
+        print("profile_kernels run: needs a GPU (torch sees none)", file=sys.stderr)
+        return 2
     return run(args) if args.mode == "run" else summarize(args)
 
 

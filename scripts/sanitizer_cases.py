@@ -54,13 +54,20 @@ def run_instance(info, dev) -> None:
     print(f"ok {label(info)}: {ckgemm.last_dispatch()}")
 
 
-def main() -> None:
+def main(argv=None) -> None:
     """Arguments: substrings of instance labels to run (default: every instance); see label()."""
+    import argparse
     import sys
 
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("labels", nargs="*", help="substrings of instance labels to run (default: every instance)")
+    args = p.parse_args(argv)
+    if _C is None or not torch.cuda.is_available():
+        print("sanitizer_cases: needs a GPU and the native extension (ckgemm._C); nothing to run here", file=sys.stderr)
+        sys.exit(2)
     torch.manual_seed(0)
     dev = "cuda"
-    wanted = sys.argv[1:]
+    wanted = args.labels
     chosen = [i for i in _C.instances() if not wanted or any(w in label(i) for w in wanted)]
     if not chosen:
         sys.exit(f"no instance label contains any of {wanted}; labels: {[label(i) for i in _C.instances()]}")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -57,6 +58,27 @@ def test_defaults_come_from_the_environment(pytester, monkeypatch):
     result = pytester.runpytest("-m", "smoke")
     result.assert_outcomes(passed=1, deselected=3)
     result.stdout.fnmatch_lines(["ckgemm: seed 77, backend cutlass, report none"])
+
+
+def test_a_bad_seed_or_report_path_is_a_usage_error_and_the_option_sets_the_environment(pytester, monkeypatch,
+                                                                                       tmp_path):
+    pytester.makepyfile(test_env="""
+import os
+
+def test_seed_reaches_the_environment(ckgemm_seed):
+    assert os.environ["CKGEMM_SEED"] == str(ckgemm_seed) == "5"
+""")
+    before = os.environ.get("CKGEMM_SEED")
+    pytester.runpytest("--ckgemm-seed", "5").assert_outcomes(passed=1)
+    assert os.environ.get("CKGEMM_SEED") == before, "the session's seed does not outlive it"
+    monkeypatch.setenv("CKGEMM_SEED", "abc")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*CKGEMM_SEED='abc' is not an integer*"])
+    monkeypatch.delenv("CKGEMM_SEED")
+    (tmp_path / "a file").write_text("")
+    result = pytester.runpytest("--ckgemm-report", str(tmp_path / "a file" / "r.json"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 
 def test_markers_are_registered(pytester):

@@ -117,6 +117,22 @@ def test_baseline_command_line_exit_status(tmp_path, capsys):
     assert baseline.main([str(bad), str(base)]) == 1
     assert "regression" in capsys.readouterr().out
     assert baseline.main([str(bad), str(base), "--threshold", "1.5"]) == 0
+    (tmp_path / "garbage.json").write_text("{not json")
+    for unreadable in (tmp_path / "garbage.json", tmp_path / "missing.json"):
+        assert baseline.main([str(unreadable), str(base)]) == 2
+        assert "error: " in capsys.readouterr().err
+
+
+def test_baseline_never_passes_a_nan_time_or_a_failing_row(tmp_path):
+    base = baseline.save_baseline(_report(median=1.0), tmp_path / "base.json")
+    assert [d.status for d in baseline.compare(_report(median=float("nan")), base).deltas] == ["regression"]
+    twice = _report(median=1.0, passed=False)  # a failing row, then a passing one of the same key
+    twice.rows += _report(median=1.0).rows
+    assert not baseline.compare(twice, base).ok
+    assert not baseline.compare(_report(shape="other", passed=False), base).ok, "a new row that fails"
+    for bad in (float("nan"), -0.1):
+        with pytest.raises(ValueError, match="threshold"):
+            baseline.compare(_report(median=1.0), base, threshold=bad)
 
 
 def test_plot_skips_cleanly_without_matplotlib(tmp_path, monkeypatch):

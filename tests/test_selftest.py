@@ -137,3 +137,13 @@ def test_a_failing_part_fails_the_run_with_its_first_failures(tmp_path, monkeypa
     assert second == {"where": "FAIL bad input: packed: sizes sum: no error raised", "message": ""}
     assert [c["verdict"] for c in report["checks"] if c["name"] in ("gpu_suite", "benchmark")] == ["skip", "skip"]
     assert "### First failures: optests" in (out / "selftest.md").read_text()
+
+
+@pytest.mark.parametrize("options", [["--out", "FILE"], ["--timeout", "nan"], ["--timeout", "0"]])
+def test_an_unusable_report_folder_or_timeout_is_a_usage_error(options, tmp_path, capsys):
+    """Refused before any check runs (exit 2), not a traceback after them."""
+    (tmp_path / "FILE").write_text("")
+    options = [str(tmp_path / o) if o == "FILE" else o for o in options]
+    with pytest.raises(SystemExit) as exc:
+        cli.parse_args(options)
+    assert exc.value.code == 2 and ("--out" in capsys.readouterr().err or "--timeout" in " ".join(options))

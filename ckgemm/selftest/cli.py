@@ -3,6 +3,7 @@ the report, print the one-line verdict; exit 0 when nothing failed, 1 otherwise 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from datetime import datetime, timezone
@@ -35,8 +36,15 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="time limit of each subprocess in seconds (default: "
                         + ", ".join(f"{k} {v:.0f}" for k, v in DEFAULT_TIMEOUT_S.items()) + ")")
     args = p.parse_args(argv)
-    if args.timeout is not None and args.timeout <= 0:
-        p.error("--timeout must be positive")
+    if args.timeout is not None and not (0 < args.timeout < float("inf")):
+        p.error("--timeout must be a positive number of seconds")
+    out_dir = Path(args.out).resolve()
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        p.error(f"--out {args.out}: cannot make the report folder ({type(exc).__name__}: {exc})")
+    if not os.access(out_dir, os.W_OK | os.X_OK):
+        p.error(f"--out {args.out}: the report folder is not writable")
     return args
 
 
@@ -74,8 +82,7 @@ def _bench(args, out_dir: Path, quick: bool, found: list) -> Check:
 def main(argv=None) -> int:
     args = parse_args(argv)
     started, clock = datetime.now(timezone.utc).isoformat(timespec="seconds"), time.perf_counter()
-    out_dir = Path(args.out).resolve()
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = Path(args.out).resolve()  # made and checked by parse_args
     env, env_error = environment.collect_or_minimal()
     quick = args.quick or env["device_count"] == 0
     print(f"[selftest] {env['device']} ({env['arch'] or env['platform']}), torch {env['torch']}, ckgemm "

@@ -1,17 +1,19 @@
 """Baselines: store a report as JSON and gate a new run against it with a noise-aware threshold.
 
 A row regresses when its median time grew by more than ``threshold`` (default 5%) AND the growth stands
-out of both runs' noise: the new p10 is slower than the baseline p90. A row that passed its correctness
-check in the baseline and fails now is a regression whatever its time. Rows are matched on
+out of both runs' noise: the new p10 is slower than the baseline p90. A NaN or infinite new time is a
+regression. A row that fails its correctness check now is a regression ("correctness") whatever its time and
+whatever the baseline said, a new row too; every new row counts, also several of one key. Rows are matched on
 (op, backend, dtype, layout, shape, config).
 
-Command line (exit status 1 on any regression)::
+Command line (exit status 1 on any regression, 2 when a report cannot be read)::
 
     python -m ckgemm.testing.baseline NEW.json BASELINE.json [--threshold 0.05] [--fail-on-missing]
 """
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,9 +86,11 @@ def _as_report(obj) -> Report:
 
 
 def _classify(base: dict, new: dict, threshold: float) -> str:
-    if base.get("passed") is True and new.get("passed") is False:
+    if new.get("passed") is False:  # a failing row fails the gate, whatever the baseline said
         return "correctness"
     b, n = base.get("median_ms"), new.get("median_ms")
+    if isinstance(b, (int, float)) and b > 0 and isinstance(n, (int, float)) and not math.isfinite(n):
+        return "regression"  # a NaN or infinite time is a broken measurement, never "same"
     if not isinstance(b, (int, float)) or not isinstance(n, (int, float)) or b <= 0:
         return "untimed"
     b_p10, b_p90 = base.get("p10_ms", b), base.get("p90_ms", b)
@@ -100,28 +104,40 @@ def _classify(base: dict, new: dict, threshold: float) -> str:
 
 def compare(new, baseline, *, threshold: float = 0.05, fail_on_missing: bool = False) -> Comparison:
     """Compare a new report with a baseline (each a Report, its JSON dict, or a path)."""
+    if not (isinstance(threshold, (int, float)) and math.isfinite(threshold) and threshold >= 0):
+        raise ValueError(f"compare: threshold must be a finite number >= 0, got {threshold!r}")
     new_r, base_r = _as_report(new), _as_report(baseline)
-    new_rows = {row_key(r): r for r in new_r.rows}
+    new_rows: dict = {}
+    for r in new_r.rows:  # every new row counts: a failing one is not hidden by a passing one of the same key
+        new_rows.setdefault(row_key(r), []).append(r)
     base_rows = {row_key(r): r for r in base_r.rows}
     deltas = []
     for key, base in base_rows.items():
-        row = new_rows.get(key)
-        if row is None:
+        rows = new_rows.get(key)
+        if rows is None:
             deltas.append(RowDelta(key, "missing", base.get("median_ms")))
             continue
-        deltas.append(RowDelta(key, _classify(base, row, threshold), base.get("median_ms"), row.get("median_ms")))
-    deltas += [RowDelta(key, "new", None, r.get("median_ms")) for key, r in new_rows.items() if key not in base_rows]
+        deltas += [RowDelta(key, _classify(base, row, threshold), base.get("median_ms"), row.get("median_ms"))
+                   for row in rows]
+    deltas += [RowDelta(key, "correctness" if r.get("passed") is False else "new", None, r.get("median_ms"))
+               for key, rows in new_rows.items() if key not in base_rows for r in rows]
     return Comparison(deltas, threshold, fail_on_missing)
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="Gate a benchmark report against a baseline (exit 1 on regression).")
+    parser = argparse.ArgumentParser(prog="python -m ckgemm.testing.baseline",
+                                     description="Gate a benchmark report against a baseline (exit 1 on regression, "
+                                                 "2 when a report cannot be read).")
     parser.add_argument("new", help="report JSON of the new run")
     parser.add_argument("baseline", help="baseline report JSON")
     parser.add_argument("--threshold", type=float, default=0.05, help="relative slowdown that counts (default 0.05)")
     parser.add_argument("--fail-on-missing", action="store_true", help="a baseline row absent from the new run fails")
     args = parser.parse_args(argv)
-    result = compare(args.new, args.baseline, threshold=args.threshold, fail_on_missing=args.fail_on_missing)
+    try:
+        result = compare(args.new, args.baseline, threshold=args.threshold, fail_on_missing=args.fail_on_missing)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:  # unreadable report or bad threshold
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
     print(result)
     return 0 if result.ok else 1
 

@@ -158,7 +158,16 @@ def check(out, ref, *, rtol=None, atol=None, in_dtype: torch.dtype | None = None
     Returns the ``CheckReport`` when everything passes (always, with ``raise_on_failure=False``).
     """
     single = isinstance(out, torch.Tensor)
+    if single != isinstance(ref, torch.Tensor):
+        raise ValueError(f"check: out and ref must both be tensors or both be lists of per-group tensors, got "
+                         f"{type(out).__name__} and {type(ref).__name__}")
     outs, refs = ([out], [ref]) if single else (list(out), list(ref))
+    for what, seq in (("out", outs), ("ref", refs)):
+        kinds = {type(t).__name__ for t in seq if not isinstance(t, torch.Tensor)}
+        if kinds:
+            raise TypeError(f"check: every {what} must be a torch.Tensor, got {', '.join(sorted(kinds))}")
+    if in_dtype is not None and not isinstance(in_dtype, torch.dtype):
+        raise TypeError(f"check: in_dtype must be a torch.dtype (e.g. torch.bfloat16), got {in_dtype!r}")
     if len(outs) != len(refs):
         raise ValueError(f"check: {len(outs)} outputs but {len(refs)} references")
     if (rtol is None) != (atol is None):

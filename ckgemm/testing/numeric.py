@@ -226,12 +226,17 @@ def error_stats(out: torch.Tensor, ref: torch.Tensor, rtol: float = 0.0, atol: f
     """Compare ``out`` with ``ref`` element-wise (on the CPU, in float64) under ``rtol``/``atol``."""
     if tuple(out.shape) != tuple(ref.shape):
         raise ValueError(f"error_stats: out shape {tuple(out.shape)} differs from ref shape {tuple(ref.shape)}")
+    if out.is_complex() or ref.is_complex():
+        raise TypeError(f"error_stats: complex tensors ({out.dtype}, {ref.dtype}) are not compared; compare "
+                        "torch.view_as_real of each")
     shape = tuple(out.shape)
     o = out.detach().cpu().double().reshape(-1)
     r = ref.detach().cpu().double().reshape(-1)
     finite = torch.isfinite(o) & torch.isfinite(r)
     diff = torch.where(finite, (o - r).abs(), torch.full_like(o, -1.0))  # -1: never the argmax
     bad = mismatch_mask(o, r, rtol, atol)
+    if not out.dtype.is_floating_point and not ref.dtype.is_floating_point:  # exact past float64's 2^53
+        bad |= out.detach().cpu().reshape(-1).long() != ref.detach().cpu().reshape(-1).long()
     ref_abs = torch.where(torch.isfinite(r), r.abs(), torch.zeros_like(r))
     rel_ok = finite & (r != 0)
     rel = torch.where(rel_ok, diff / torch.where(rel_ok, r.abs(), torch.ones_like(r)), torch.zeros_like(r))

@@ -3,7 +3,7 @@
 Markers: ``smoke``, ``full``, ``perf``, ``gpu``. Tests marked ``gpu`` are skipped, with the reason, when no
 GPU is visible to torch.
 Options: ``--ckgemm-backend NAME`` (also ``CKGEMM_BACKEND``), ``--ckgemm-seed N`` (also ``CKGEMM_SEED``; printed in
-the session header), ``--ckgemm-report PATH`` (rows added to the ``ckgemm_report`` fixture are written there
+the session header, and set as ``CKGEMM_SEED`` for the session), ``--ckgemm-report PATH`` (rows added to the ``ckgemm_report`` fixture are written there
 as JSON, and as markdown beside it, when the session ends).
 Fixtures: ``ckgemm_seed`` (int), ``ckgemm_backend`` (str or None), ``ckgemm_report`` (a ``report.Report``).
 """
@@ -22,14 +22,28 @@ MARKERS = {
 }
 DEFAULT_SEED = 20261129
 _REPORT_KEY = pytest.StashKey[object]()
+_SEED_ENV_KEY = pytest.StashKey[object]()
+
+
+def _env_seed():
+    """CKGEMM_SEED as an int; an unreadable value is reported by pytest_configure as a usage error (this
+    plugin loads in every pytest run of the environment, so it must not break them at import)."""
+    raw = os.environ.get("CKGEMM_SEED", "").strip()
+    if not raw:
+        return DEFAULT_SEED
+    try:
+        return int(raw)
+    except ValueError:
+        return None
 
 
 def pytest_addoption(parser):
     group = parser.getgroup("ckgemm", "ckgemm kernel harness")
     group.addoption("--ckgemm-backend", default=os.environ.get("CKGEMM_BACKEND") or None,
                     help="backend for ckgemm tests (default: best available; env CKGEMM_BACKEND)")
-    group.addoption("--ckgemm-seed", type=int, default=int(os.environ.get("CKGEMM_SEED", DEFAULT_SEED)),
-                    help=f"base seed of random test data (default {DEFAULT_SEED}; env CKGEMM_SEED)")
+    group.addoption("--ckgemm-seed", type=int, default=_env_seed(),
+                    help=f"base seed of random test data (default {DEFAULT_SEED}; env CKGEMM_SEED; the option "
+                         "also sets CKGEMM_SEED for the session, which ckgemm's own tests read)")
     group.addoption("--ckgemm-report", default=None, metavar="PATH",
                     help="write rows added to the ckgemm_report fixture to PATH (JSON) and PATH.md")
 
@@ -37,6 +51,26 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     for name, doc in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
+    seed = config.getoption("--ckgemm-seed", default=DEFAULT_SEED)
+    if seed is None:
+        raise pytest.UsageError(f"CKGEMM_SEED={os.environ.get('CKGEMM_SEED')!r} is not an integer")
+    config.stash[_SEED_ENV_KEY] = os.environ.get("CKGEMM_SEED")
+    os.environ["CKGEMM_SEED"] = str(seed)  # one seed for the fixture and for code that reads the environment
+    report = config.getoption("--ckgemm-report", default=None)
+    if report:
+        from .report import writable_path
+
+        if not writable_path(report):
+            raise pytest.UsageError(f"--ckgemm-report {report}: cannot be written there")
+
+
+def pytest_unconfigure(config):
+    previous = config.stash.get(_SEED_ENV_KEY, None)
+    if _SEED_ENV_KEY in config.stash:  # as it was before the session (an in-process pytester run leaks nothing)
+        if previous is None:
+            os.environ.pop("CKGEMM_SEED", None)
+        else:
+            os.environ["CKGEMM_SEED"] = previous
 
 
 def pytest_report_header(config):

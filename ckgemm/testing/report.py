@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 from tabulate import tabulate
@@ -26,6 +27,15 @@ ROW_KEYS = KEY_FIELDS + ("median_ms", "p10_ms", "p90_ms", "min_ms", "tflops", "g
                          "bytes", "error", "passed")
 _SHOWN = ("op", "backend", "dtype", "layout", "shape", "config", "median_ms", "p10_ms", "p90_ms", "tflops", "gbps",
           "pct_roofline", "error", "passed")
+
+
+def writable_path(path) -> bool:
+    """Whether a report can be written at ``path``: not a folder, and its nearest existing folder writable
+    (the writers make the missing ones). Checked before a long run, not after it."""
+    folder = Path(path).resolve().parent
+    while not folder.exists():
+        folder = folder.parent
+    return not Path(path).is_dir() and folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)
 
 
 def row_key(row: dict) -> tuple:

@@ -146,6 +146,7 @@ def measure_ceilings(device=None, *, size: int = 8192, copy_bytes: int = 1 << 30
     """Ceilings measured here: device-to-device copy bandwidth (bytes read + written per second) and the
     median TFLOP/s of a dense size^3 matmul per dtype torch supports on this device. Use these instead of
     the datasheet when judging kernels: they are what this machine actually sustains."""
+    device_info.check_requested("measure_ceilings", device)
     device = torch.device(device) if device is not None else device_info.default_device()
     hbm = _copy_tbs(device, copy_bytes, iters)
     tflops = {}

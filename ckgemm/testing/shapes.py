@@ -8,6 +8,7 @@ version. Generators that take ``align`` respect a backend's alignment table, a d
 from __future__ import annotations
 
 import math
+import numbers
 import random
 from dataclasses import dataclass
 
@@ -21,6 +22,11 @@ class Case:
     shapes: tuple[Shape, ...]
     purpose: str
     seed: int | None = None
+
+    def __post_init__(self):
+        for g, shape in enumerate(self.shapes):
+            if len(shape) != 3 or any(isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 0 for d in shape):
+                raise ValueError(f"Case {self.purpose!r}: group {g}: (M, N, K) must be three ints >= 0, got {shape}")
 
     @property
     def groups(self) -> int:
@@ -92,14 +98,21 @@ def _log_uniform(rng: random.Random, lo: int, hi: int, multiple: int = 1) -> int
     return min(max(round(x / multiple) * multiple, lo_a), hi_a)
 
 
+def _at_least(what: str, value, least: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+        raise ValueError(f"{what} must be an int >= {least}, got {value!r}")
+
+
 def uniform(groups: int, m: int, n: int, k: int, purpose: str = "uniform groups") -> Case:
     """``groups`` identical (m, n, k) groups."""
+    _at_least("groups", groups, 0)
     return Case(tuple((m, n, k) for _ in range(groups)), purpose)
 
 
 def variable(groups: int, m: int, n: int, k: int, seed: int, *, spread: float = 0.3,
              align: dict | None = None) -> Case:
     """Shared N, K; each M drawn uniformly in m*(1 +- spread) (DeepGEMM's grouped tests use 0.3)."""
+    _at_least("groups", groups, 0)
     rng = random.Random(seed)
     mm, _, _ = _multiples(align)
     ms = [max(mm, _round_up(int(m * rng.uniform(1 - spread, 1 + spread)), mm)) for _ in range(groups)]
@@ -125,6 +138,9 @@ def moe_split(tokens: int, experts: int, n: int, k: int, seed: int, *, dist: str
     ``multinomial`` (random uneven weights per expert). Random splits are multinomial draws."""
     if dist not in MOE_DISTRIBUTIONS:
         raise ValueError(f"unknown MoE distribution {dist!r}; known: {MOE_DISTRIBUTIONS}")
+    _at_least("tokens", tokens, 0)
+    _at_least("experts", experts, 1)
+    _at_least("topk", topk, 1)
     rng = random.Random(seed)
     rows = tokens * topk
     if dist == "balanced":

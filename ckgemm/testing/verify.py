@@ -124,9 +124,13 @@ def gpu_verify(out: torch.Tensor, ref: torch.Tensor, rtol: float, atol: float, *
 
     ``op`` overrides the fused operator (default: ``torch.ops.ckgemm.verify_stats`` when registered).
     The fused op runs only when both tensors are on a GPU; otherwise, or if it refuses the dtypes, the
-    torch fallback runs. The verdict is the same either way (see ``numeric`` for the rule)."""
+    torch fallback runs. The verdict is the same either way (see ``numeric`` for the rule). Values compare
+    as float64: integers exactly up to 2^53 (``check`` compares integers exactly at any size)."""
     if tuple(out.shape) != tuple(ref.shape):
         raise ValueError(f"gpu_verify: out shape {tuple(out.shape)} differs from ref shape {tuple(ref.shape)}")
+    if out.is_complex() or ref.is_complex():
+        raise TypeError(f"gpu_verify: complex tensors ({out.dtype}, {ref.dtype}) are not compared; compare "
+                        "torch.view_as_real of each")
     if out.device != ref.device:
         raise ValueError(f"gpu_verify: out is on {out.device} but ref is on {ref.device}")
     op = op if op is not None else registered_op()
