@@ -157,3 +157,19 @@ def test_unscaled_fp8_outputs_off_by_a_percent_or_rounded_to_fp8_fail(fault):
     assert check(ref.clone(), ref, in_dtype=torch.float8_e4m3fn, k=512).passed
     with pytest.raises(AssertionError):
         check(out, ref, in_dtype=torch.float8_e4m3fn, k=512)
+
+
+def test_check_refuses_what_it_cannot_judge_and_compares_big_integers_exactly():
+    from ckgemm.testing import gpu_verify
+
+    with pytest.raises(ValueError, match="both be tensors or both be lists"):
+        check(torch.ones(2), [torch.ones(2)])
+    with pytest.raises(TypeError, match="must be a torch.Tensor"):
+        check([torch.ones(2)], [[1.0, 1.0]])
+    with pytest.raises(TypeError, match="in_dtype must be a torch.dtype"):
+        check(torch.ones(2), torch.ones(2), in_dtype="bf16", k=8)
+    for fn in (lambda a, b: check(a, b), lambda a, b: gpu_verify(a, b, 0.0, 0.0)):
+        with pytest.raises(TypeError, match="complex"):
+            fn(torch.tensor([1 + 1j]), torch.tensor([1 + 2j]))
+    with pytest.raises(AssertionError, match="1 mismatches"):  # float64 would call them equal
+        check(torch.tensor([2**53 + 1]), torch.tensor([2**53]))

@@ -97,3 +97,15 @@ def test_poisoned_outputs():
     f[0, 0] = 1.0
     i[1, 2] = 0
     assert int(data.unwritten(f).sum()) == 5 and int(data.unwritten(i).sum()) == 5
+
+
+def test_generators_refuse_sizes_no_grouped_gemm_has():
+    for call, message in ((lambda: shapes.uniform(2, -1, 64, 64), "three ints >= 0"),
+                          (lambda: shapes.uniform(-2, 1, 64, 64), "groups must be an int >= 0"),
+                          (lambda: shapes.uniform(2, 1.5, 64, 64), "three ints >= 0"),
+                          (lambda: shapes.moe_split(-5, 4, 64, 64, 0), "tokens must be an int >= 0"),
+                          (lambda: shapes.moe_split(16, 0, 64, 64, 0, dist="zipf"), "experts must be an int >= 1"),
+                          (lambda: shapes.moe_split(16, 4, 64, 64, 0, topk=0), "topk must be an int >= 1")):
+        with pytest.raises(ValueError, match=message):
+            call()
+    assert shapes.uniform(0, 4, 4, 4).shapes == ()
