@@ -308,3 +308,20 @@ def test_cast_for_refuses_what_no_recipe_means():
                                           ("row", "c", torch.float8_e4m3fn, "operand must be 'a' or 'b'")):
         with pytest.raises(ValueError, match=match):
             quant.cast_for(x, recipe, operand, dtype)
+
+
+def test_casts_refuse_block_sizes_that_are_not_positive():
+    x = torch.randn(4, 64)
+    for call in (lambda: quant.cast_to_fp4(x, 0), lambda: quant.cast_to_fp4(x, -1),
+                 lambda: quant.cast_to_fp8(x, (0, 0)), lambda: quant.cast_to_fp8(x, (-1, 128))):
+        with pytest.raises(ValueError, match="block sizes must be positive ints or None"):
+            call()
+
+
+def test_the_reference_reads_fp4_operands_at_their_logical_k():
+    from ckgemm.testing import grouped_gemm_reference
+
+    a, b = torch.randn(5, 200), torch.randn(7, 200)
+    q = quant.cast_to_fp4(a)  # 100 bytes a row: two codes per byte
+    (out,) = grouped_gemm_reference([q], [b], precision="fp64")
+    torch.testing.assert_close(out.double(), quant.dequant(q, torch.float64) @ b.double().t())

@@ -130,6 +130,10 @@ def ue8m0_to_float(codes: torch.Tensor) -> torch.Tensor:
 
 
 def _block_sizes(shape, block) -> tuple[int, int]:
+    """The block in elements (None: the whole dimension, at least 1); a given size must be a positive int."""
+    if len(block) != 2 or any(b is not None and (isinstance(b, bool) or not isinstance(b, int) or b < 1)
+                              for b in block):
+        raise ValueError(f"block sizes must be positive ints or None (the whole dimension), got {tuple(block)}")
     rows, cols = shape[-2], shape[-1]
     bm = rows if block[0] is None else block[0]
     bk = cols if block[1] is None else block[1]

@@ -41,6 +41,10 @@ def _plain_matmul(device: torch.device):
 
 
 def _shape(x) -> tuple[int, ...]:
+    """The logical shape: a ``Quantized`` knows its own (fp4 codes pack two per byte); a (codes, scale) pair
+    has its codes' shape."""
+    if isinstance(x, Quantized):
+        return tuple(x.shape)
     return tuple(x[0].shape) if isinstance(x, (tuple, list)) else tuple(x.shape)
 
 
