@@ -21,8 +21,7 @@ loads them), so it judges them from outside:
 Functions that share their module's name (``bench``, ``check``) are the functions here; import the
 modules as ``from ckgemm.testing.bench import ...`` when you need their other names.
 """
-from . import baseline, data, device_info, quant, roofline, shapes
-from .baseline import compare, load_baseline, save_baseline
+from . import data, device_info, quant, roofline, shapes
 from .bench import BenchResult, PairedResult, bench, paired_ab, rotating_copies, there_and_back
 from .check import CheckReport, check, group_tolerance
 from .data import group_inputs, packed_inputs, poisoned, random_tensor
@@ -48,6 +47,20 @@ from .report import Report
 from .roofline import Ceilings, measure_ceilings, peak_for_device
 from .shapes import Case
 from .verify import VerifyStats, gpu_verify
+
+_LAZY = {"baseline": None, "compare": "compare", "load_baseline": "load_baseline", "save_baseline": "save_baseline"}
+
+
+def __getattr__(name):
+    """``baseline`` and its functions load on first use, so ``python -m ckgemm.testing.baseline`` runs the module
+    fresh (runpy warns when the package has imported it already)."""
+    if name in _LAZY:
+        import importlib
+
+        module = importlib.import_module(".baseline", __name__)
+        return module if _LAZY[name] is None else getattr(module, _LAZY[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "BenchResult", "Breakdown", "Case", "Ceilings", "CheckReport", "ErrorStats", "PairedResult", "Quantized", "Report",

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 MARKERS = {
-    "smoke": "quick correctness checks, run by default",
+    "smoke": "quick correctness checks (every marker runs by default; select with -m)",
     "full": "wide sweeps of shapes and dtypes",
     "perf": "benchmarks; never gate on absolute times",
     "gpu": "needs a GPU; skipped cleanly when none is visible",
