@@ -132,3 +132,14 @@ def test_error_stats_to_dict_is_json_ready():
     s = error_stats(torch.tensor([float("nan"), 1.0]), torch.tensor([1.0, 1.0]))
     d = json.loads(json.dumps(s.to_dict(), allow_nan=False))
     assert d["mismatches"] == 1 and d["passed"] is False and d["nan_out"] == 1
+
+
+def test_calc_diff_past_float64_squares_and_mismatch_mask_checks_its_arguments():
+    from ckgemm.testing import mismatch_mask
+
+    big = torch.full((4,), 1e200, dtype=torch.float64)
+    assert calc_diff(big, big) == 0.0 and abs(calc_diff(big, 2 * big) - 0.2) < 1e-12
+    with pytest.raises(ValueError, match="shape"):
+        mismatch_mask(torch.ones(3), torch.ones(2, 3), 0.0, 0.0)
+    with pytest.raises(ValueError, match="tolerances must be >= 0"):
+        mismatch_mask(torch.ones(3), torch.ones(3), -1.0, 0.0)

@@ -30,6 +30,9 @@ def calc_diff(x: torch.Tensor, y: torch.Tensor) -> float:
     if x.shape != y.shape:
         raise ValueError(f"calc_diff: shapes differ: {tuple(x.shape)} vs {tuple(y.shape)}")
     x, y = x.double(), y.double()
+    scale = max(float(x.abs().max()) if x.numel() else 0.0, float(y.abs().max()) if y.numel() else 0.0)
+    if math.isfinite(scale) and (scale > 1e150 or 0 < scale < 1e-150):  # x * x would over- or underflow:
+        x, y = x / scale, y / scale  # the ratio does not change (in range, nothing is rescaled)
     denominator = (x * x + y * y).sum()
     if float(denominator) == 0.0:
         return 0.0
@@ -146,6 +149,10 @@ def scaled_max_diff(out_dtype: torch.dtype) -> float:
 
 def mismatch_mask(out: torch.Tensor, ref: torch.Tensor, rtol: float, atol: float) -> torch.Tensor:
     """Boolean mask of the elements that fail the comparison rule of this module (float64)."""
+    if tuple(out.shape) != tuple(ref.shape):
+        raise ValueError(f"mismatch_mask: out shape {tuple(out.shape)} differs from ref shape {tuple(ref.shape)}")
+    if not (rtol >= 0 and atol >= 0):  # also refuses NaN
+        raise ValueError(f"mismatch_mask: tolerances must be >= 0, got rtol={rtol}, atol={atol}")
     o, r = out.double(), ref.double()
     finite = torch.isfinite(o) & torch.isfinite(r)
     diff = (o - r).abs()

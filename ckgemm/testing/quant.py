@@ -354,7 +354,10 @@ def fp4_values(codes: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch
 
 
 def dequant(q: Quantized, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """``code * scale`` per element, computed in ``dtype`` (float64: exact for every format here)."""
+    """``code * scale`` per element, computed in ``dtype`` (float64: exact for every format here). ``q`` may
+    also be a plain ``(codes, scale)`` pair in one of ckgemm's scale layouts (read with ``from_pair``)."""
+    if not isinstance(q, Quantized):
+        q = from_pair(*q)
     if q.fmt == "fp4_e2m1":
         values = fp4_values(fp4_unpack(q.data, q.shape[-1]), dtype)
     else:
