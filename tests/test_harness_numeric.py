@@ -143,3 +143,10 @@ def test_calc_diff_past_float64_squares_and_mismatch_mask_checks_its_arguments()
         mismatch_mask(torch.ones(3), torch.ones(2, 3), 0.0, 0.0)
     with pytest.raises(ValueError, match="tolerances must be >= 0"):
         mismatch_mask(torch.ones(3), torch.ones(3), -1.0, 0.0)
+
+
+def test_tolerance_refuses_a_negative_k_or_an_unknown_max():
+    with pytest.raises(ValueError, match="K >= 0"):
+        tolerance(torch.float16, torch.float16, torch.float32, -1, 1.0)
+    with pytest.raises(ValueError, match="max|ref|"):
+        tolerance(torch.float16, torch.float16, torch.float32, 64, float("nan"))

@@ -94,6 +94,9 @@ def tolerance(in_dtype: torch.dtype, out_dtype: torch.dtype, acc_dtype: torch.dt
     """
     if k_batch < 1:
         raise ValueError(f"k_batch must be >= 1, got {k_batch}")
+    if int(num_accumulations) < 0 or not float(max_abs_ref) >= 0:  # also refuses a NaN max|ref|
+        raise ValueError(f"tolerance: need K >= 0 and a max|ref| >= 0, got K={num_accumulations}, "
+                         f"max_abs_ref={max_abs_ref}")
     per_split = -(-int(num_accumulations) // k_batch)
     rtol = max(ck_relative_threshold(in_dtype, out_dtype, acc_dtype, per_split),
                ck_relative_threshold(out_dtype, out_dtype, out_dtype, k_batch))
