@@ -28,19 +28,14 @@ def _elsewhere(device, tensors) -> bool:
 # The fake kernels below run where the real op cannot see what it must refuse: under torch.compile the
 # functionalized graph hands an ``_out`` op a copy of its output (an output aliasing an input would be
 # computed and copied back over the input), and a call mixing devices reaches the fake kernel alone (a meta
-# tensor among CPU ones); an output made under torch.inference_mode() reaches the op as a normal copy. For
-# those rules they raise the eager validator's error (Dynamo reports it at trace time); everything else is
-# refused at run time by the eager validation inside the op.
-def _unwritable(outputs) -> bool:
-    """An output made under torch.inference_mode(), written outside it (the fake tensor Dynamo traces with
-    keeps the flag; the functionalized op gets a normal copy, and torch refuses the copy back)."""
-    return not torch.is_inference_mode_enabled() and any(c.is_inference() for c in outputs)
-
-
+# tensor among CPU ones). For those two rules they raise the eager validator's error (Dynamo reports it at
+# trace time); everything else is refused at run time by the eager validation inside the op. (An output made
+# under torch.inference_mode() cannot be seen here: fake tensors drop the flag. Inductor hands the op the
+# output itself, which the op refuses; aot_eager's copy-back fails in torch, as the README says.)
 def _packed_checks(a, b, group_sizes, out, layout, check_sizes, scale_a, scale_b, out_dtype):
     op = "grouped_gemm_packed"
     sizes = [group_sizes] if group_sizes.device.type != "cpu" else []
-    if _elsewhere(a.device, [b, out, scale_a, scale_b] + sizes) or (out is not None and _unwritable([out])):
+    if _elsewhere(a.device, [b, out, scale_a, scale_b] + sizes):
         validate.validate_packed(op, a, b, group_sizes, layout, out, check_sizes, scale_a, scale_b, out_dtype)
     if out is not None:
         validate.check_packed_overlap(op, a, b, out, scale_a, scale_b, group_sizes)
@@ -50,7 +45,7 @@ def _list_checks(op, a_list, b_list, c_list, layout, sa, sb, out_dtype):
     if not a_list:
         return
     every = list(b_list) + list(a_list) + list(c_list or []) + list(sa or []) + list(sb or [])
-    if _elsewhere(a_list[0].device, every) or (c_list is not None and _unwritable(c_list)):
+    if _elsewhere(a_list[0].device, every):
         validate.validate_list_call(op, a_list, b_list, c_list, layout, sa, sb, out_dtype, c_list is not None)
     if c_list is not None:
         validate.check_list_overlap(op, a_list, b_list, c_list, sa, sb)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -94,7 +95,7 @@ def test_configurations_that_cannot_run_exit_2_before_any_rank_starts(name, caps
     options, message = BAD_CONFIGS[name]
     assert main(["--nproc", "2", "--comm", "gloo", *options]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: ") and __import__("re").search(message, err), err
+    assert err.startswith("error: ") and re.search(message, err), err
 
 
 @pytest.mark.parametrize("options, message", [(["--backend", "bogus"], "unknown backend 'bogus'"),
@@ -106,12 +107,9 @@ def test_bad_backend_and_timeout_are_usage_errors(options, message, capsys):
 
 
 def test_default_experts_split_over_any_world_size_and_world_one_leaves_out_what_routes_nothing():
-    import argparse
-
     from ckgemm.testing.distributed.cli import default_experts, parse_args, plan
 
     assert [default_experts(w) for w in (1, 2, 3, 4, 5, 8)] == [8, 8, 9, 8, 10, 16]
     cases, notes = plan(parse_args(["--dtype", "bf16", "--mode", "exact"]), 1)
     assert {c.scenario for c in cases} == {"balanced", "zipf", "empty-expert"}
     assert [n.split(":")[0] for n in notes] == ["note", "note"] and "zero-token-rank" in notes[0]
-    assert isinstance(parse_args([]), argparse.Namespace)

@@ -21,8 +21,10 @@ def default_device() -> torch.device:
 
 
 def check_requested(what: str, device) -> None:
-    """Raise ValueError when ``device`` asks for a GPU that torch does not see (rather than timing or
-    profiling on the CPU instead)."""
+    """Raise ValueError when ``device`` asks for a GPU that torch does not see, or for a device with nothing to
+    run (meta), rather than timing or profiling on the CPU instead."""
+    if device is not None and torch.device(device).type not in ("cpu", "cuda"):
+        raise ValueError(f"{what}: device {device} has nothing to run; use a GPU (cuda) or the CPU")
     if device is not None and torch.device(device).type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"{what}: device {device} asked for, but torch sees no GPU here (torch.cuda.is_available() "
                          f"is False); leave device unset to run on the CPU")

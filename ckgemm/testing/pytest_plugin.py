@@ -54,7 +54,7 @@ def pytest_configure(config):
     seed = config.getoption("--ckgemm-seed", default=DEFAULT_SEED)
     if seed is None:
         raise pytest.UsageError(f"CKGEMM_SEED={os.environ.get('CKGEMM_SEED')!r} is not an integer")
-    config.stash[_SEED_ENV_KEY] = os.environ.get("CKGEMM_SEED")
+    config.stash[_SEED_ENV_KEY] = os.environ.get("CKGEMM_SEED")  # restored by pytest_unconfigure
     os.environ["CKGEMM_SEED"] = str(seed)  # one seed for the fixture and for code that reads the environment
     report = config.getoption("--ckgemm-report", default=None)
     if report:
@@ -65,12 +65,13 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
-    previous = config.stash.get(_SEED_ENV_KEY, None)
-    if _SEED_ENV_KEY in config.stash:  # as it was before the session (an in-process pytester run leaks nothing)
-        if previous is None:
-            os.environ.pop("CKGEMM_SEED", None)
-        else:
-            os.environ["CKGEMM_SEED"] = previous
+    if _SEED_ENV_KEY not in config.stash:  # pytest_configure stopped before setting it
+        return
+    previous = config.stash[_SEED_ENV_KEY]  # as it was before the session: an in-process run leaks nothing
+    if previous is None:
+        os.environ.pop("CKGEMM_SEED", None)
+    else:
+        os.environ["CKGEMM_SEED"] = previous
 
 
 def pytest_report_header(config):

@@ -22,7 +22,6 @@ import torch
 from ...dtypes import rule_for
 from ..check import check, group_tolerance
 from ..numeric import FP8_ACCUMULATOR_BITS, calc_diff, mantissa_bits, scaled_max_diff
-from . import recipes
 from .config import MoEConfig
 from .layer import Trace
 from .reference import Expected
@@ -125,9 +124,9 @@ def _check_gemm(trace: Trace, exp: Expected, cfg: MoEConfig, worst: dict) -> str
     out, ref = trace.gemm_out, exp.gemm
     if cfg.mode == "exact":
         return None if same_bits(out, ref) else _mismatch("GEMM output", out, ref)
-    want = recipes.output_dtype(cfg.quant, rule_for(exp.rows.data.dtype).output)
-    if out.dtype != want:  # the tolerance below follows the output's dtype: a wrong one must not set its own
-        return f"GEMM output: dtype {out.dtype}, expected {want} (the dtype table's output, or the recipe's)"
+    if out.dtype != exp.gemm_dtype:  # the tolerance below follows the output's dtype: a wrong one must not set its own
+        return (f"GEMM output: dtype {out.dtype}, expected {exp.gemm_dtype} (the dtype table's output, or the "
+                "recipe's)")
     sizes = exp.group_sizes
     return _tolerance_check(list(out.split(sizes)), list(ref.split(sizes)), cfg, exp.rows.data.dtype, "GEMM",
                             worst)

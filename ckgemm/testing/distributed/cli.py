@@ -53,11 +53,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", type=int, default=4, help="steps per case, fresh tokens each (default 4), then a rerun")
     p.add_argument("--experts", type=int, default=None,
                    help="experts, a multiple of the world size (default: max(8, 2 x world size), rounded up to one)")
-    p.add_argument("--topk", type=int, default=2)
-    p.add_argument("--hidden", type=int, default=256,
-                   help="K (default 256: two 128-deep scale blocks; exact mode: at most 256 for bf16)")
-    p.add_argument("--out", type=int, default=256, help="N (default 256: two 128-wide weight-scale blocks)")
-    p.add_argument("--tokens", type=int, default=24, help="tokens on rank 0 (rank r: fewer, see router.py)")
+    p.add_argument("--topk", type=int, default=MoEConfig.topk)
+    p.add_argument("--hidden", type=int, default=MoEConfig.hidden,
+                   help=f"K (default {MoEConfig.hidden}: two 128-deep scale blocks; exact mode: at most 256 for bf16)")
+    p.add_argument("--out", type=int, default=MoEConfig.out,
+                   help=f"N (default {MoEConfig.out}: two 128-wide weight-scale blocks)")
+    p.add_argument("--tokens", type=int, default=MoEConfig.tokens,
+                   help="tokens on rank 0 (rank r: fewer, see router.py)")
     p.add_argument("--seed", type=int, default=0, help="the one seed every rank rebuilds the data from")
     p.add_argument("--backend", default=None, help="ckgemm backend of the grouped GEMM (default: best available)")
     p.add_argument("--comm", default="auto", choices=("auto", "gloo", "nccl"), help="auto: nccl when every rank of this host gets a GPU, else gloo (CPU)")

@@ -33,10 +33,10 @@ class Expected:
     slot_experts: torch.Tensor  # [T, topk] the expert of each slot
     weights: torch.Tensor  # [T, topk] float32 combine weights
     out: torch.Tensor  # [T, N] float64: sum over slots of weight * returned
+    gemm_dtype: torch.dtype  # the GEMM's output dtype: the dtype table's, or the recipe's
 
 
-def _exact_output(cfg: MoEConfig, ref: torch.Tensor, in_dtype: torch.dtype) -> torch.Tensor:
-    out_dtype = recipes.output_dtype(cfg.quant, rule_for(in_dtype).output)
+def _exact_output(cfg: MoEConfig, ref: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
     return ref.to(out_dtype) if cfg.mode == "exact" else ref
 
 
@@ -61,15 +61,16 @@ def expected_for_rank(batch: GlobalBatch, weights: Operand, cfg: MoEConfig, rank
     global_rows = torch.tensor(offsets[:-1], device=device)[tags[:, 0]] + tags[:, 1]
     rows = batch.x.rows(global_rows)
     local_w = weights.rows(slice(rank * local, (rank + 1) * local))
-    in_dtype = batch.x.data.dtype
+    gemm_dtype = recipes.output_dtype(cfg.quant, rule_for(batch.x.data.dtype).output)
     gemm = grouped_gemm_reference_packed(recipes.reference_operand(cfg.quant, rows, weights=False),
                                          recipes.reference_operand(cfg.quant, local_w, weights=True), sizes)
-    gemm = _exact_output(cfg, gemm, in_dtype)
+    gemm = _exact_output(cfg, gemm, gemm_dtype)
     returned = _own_rows(batch, weights, cfg, own)
-    returned = _exact_output(cfg, returned, in_dtype)
+    returned = _exact_output(cfg, returned, gemm_dtype)
     token_weights = routing.weights[own]
     out = (returned.double() * token_weights.double().unsqueeze(-1)).sum(1)
-    return Expected(send_counts, recv_counts, tags, rows, sizes, gemm, returned, ids[own], token_weights, out)
+    return Expected(send_counts, recv_counts, tags, rows, sizes, gemm, returned, ids[own], token_weights, out,
+                    gemm_dtype)
 
 
 def _own_rows(batch: GlobalBatch, weights: Operand, cfg: MoEConfig, own: slice) -> torch.Tensor:
