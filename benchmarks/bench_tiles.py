@@ -1,9 +1,10 @@
 #!/usr/bin/env python
 """Per-shape tiles: every compute-bound CUTLASS instance of a kind (forced with CKGEMM_CONFIG) on the
-prefill-sized cases, 16-bit by default, unscaled fp8 (fp32 out) with --dtype fp8 and DeepGEMM's block scales
-(bf16 out) with --dtype fp8-block, beside the peers (a torch.matmul loop and torch._grouped_mm for bf16; for fp8
-the _scaled_mm loop and torch._scaled_grouped_mm with unit row scales, which writes bf16 where ours writes fp32;
-for fp8-block DeepGEMM's m_grouped_fp8_gemm_nt_contiguous on its 128-row-aligned layout), all in one sequence timed
+prefill-sized cases, 16-bit by default, unscaled fp8 (fp32 out) with --dtype fp8, row scales (bf16 out) with
+--dtype fp8-row and DeepGEMM's block scales (bf16 out) with --dtype fp8-block, beside the peers (a torch.matmul
+loop and torch._grouped_mm for bf16; for fp8 the _scaled_mm loop and torch._scaled_grouped_mm with unit row
+scales, which writes bf16 where ours writes fp32; for fp8-row torch._scaled_grouped_mm; for fp8-block DeepGEMM's
+m_grouped_fp8_gemm_nt_contiguous on its 128-row-aligned layout), all in one sequence timed
 twice, forwards then backwards, so the run-to-run spread shows and drift in clocks and temperature hits ours
 and the peers alike; all under CUDA-graph replay. Its table is what csrc/cuda/rules.cpp's selection rule is
 derived from (docs/PERF.md).
@@ -34,8 +35,11 @@ CASES = {  # name: (experts, tokens, N, K)
     "128 experts": (128, 32768, 1536, 2048),
     "gpt-oss": (32, 16384, 5760, 2880),
 }
-# fp8: unscaled, fp32 out; fp8-block: DeepGEMM's block scales (1x128 A, 128x128 B), bf16 out
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.float8_e4m3fn, "fp8-block": torch.float8_e4m3fn}
+# fp8: unscaled, fp32 out; fp8-row: per-token A and per-channel B scales, bf16 out; fp8-block: DeepGEMM's block
+# scales (1x128 A, 128x128 B), bf16 out
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.float8_e4m3fn, "fp8-row": torch.float8_e4m3fn,
+          "fp8-block": torch.float8_e4m3fn}
+SCALED = {"fp8-row": ("row", 1), "fp8-block": ("block", 2)}  # recipe and the instance table's scaling code
 
 
 def candidates(dtype, scaling=0):
@@ -44,18 +48,22 @@ def candidates(dtype, scaling=0):
             and i["tile"][0] >= 128]
 
 
-def block_inputs(tokens, experts, n, k, ms, device, seed):
-    """Block-scaled operands from the harness casts, the call's keyword arguments and DeepGEMM as the peer."""
-    from bench_scaled import deepgemm_peer
+def scaled_inputs(recipe, tokens, experts, n, k, ms, device, seed):
+    """Scaled operands from the harness casts of ``recipe``, the call's keyword arguments and the recipe's peer
+    (block: DeepGEMM; row: torch._scaled_grouped_mm)."""
+    from bench_scaled import deepgemm_peer, scaled_grouped_mm_peer
     from ckgemm.testing import quant
 
     gen = torch.Generator(device=device).manual_seed(seed)
-    a, sa = quant.per_token_cast_to_fp8(torch.randn((tokens, k), generator=gen, device=device))
-    b, sb = quant.per_block_cast_to_fp8(torch.randn((experts, n, k), generator=gen, device=device) * 0.05)
-    found, why = deepgemm_peer(a, sa, b, sb, list(ms), torch.bfloat16)
+    a, sa = quant.cast_for(torch.randn((tokens, k), generator=gen, device=device), recipe, "a")
+    b, sb = quant.cast_for(torch.randn((experts, n, k), generator=gen, device=device) * 0.05, recipe, "b")
+    if recipe == "block":
+        name, (found, why) = "DeepGEMM", deepgemm_peer(a, sa, b, sb, list(ms), torch.bfloat16)
+    else:
+        name, (found, why) = "_scaled_grouped_mm", scaled_grouped_mm_peer(a, sa, b, sb, list(ms))
     if found is None:
-        print(f"no DeepGEMM peer: {why}", flush=True)
-    return a, b, {"scale_a": sa, "scale_b": sb}, ({"DeepGEMM": found[0]} if found else {})
+        print(f"no {name} peer: {why}", flush=True)
+    return a, b, {"scale_a": sa, "scale_b": sb}, ({name: found[0]} if found else {})
 
 
 def run(name, dtype_name, args, device, report):
@@ -64,9 +72,9 @@ def run(name, dtype_name, args, device, report):
     case = (shapes.uniform(experts, tokens // experts, n, k) if name.startswith("uniform") else
             shapes.moe_split(tokens, experts, n, k, args.seed, dist="multinomial"))
     gs = torch.tensor(case.ms, dtype=torch.int32, device=device)
-    block = dtype_name == "fp8-block"
-    if block:
-        a, b, scales, peers = block_inputs(tokens, experts, n, k, case.ms, device, args.seed)
+    recipe, scaling = SCALED.get(dtype_name, (None, 0))
+    if recipe:
+        a, b, scales, peers = scaled_inputs(recipe, tokens, experts, n, k, case.ms, device, args.seed)
     else:
         gen = torch.Generator(device=device).manual_seed(args.seed)
         a = random_tensor((tokens, k), dtype, gen, device)
@@ -75,13 +83,13 @@ def run(name, dtype_name, args, device, report):
         bt = b.transpose(-1, -2)
         peers = {p.name: p.fn for p in find_peers(list(a.split(list(case.ms))), list(bt), (a, bt, case.ms))
                  if p.fn is not None and p.capturable}  # timed in graph replay, which a host sync cannot join
-    out = torch.empty((tokens, n), dtype=torch.bfloat16 if block else ckgemm.rule_for(dtype).output, device=device)
+    out = torch.empty((tokens, n), dtype=torch.bfloat16 if recipe else ckgemm.rule_for(dtype).output, device=device)
     timed = dict(warmup=args.warmup, iters=args.iters, device=device, graph=True, telemetry=False)
     os.environ.pop("CKGEMM_CONFIG", None)
     ckgemm.grouped_gemm_packed(a, b, gs, out=out, **scales)
     default = ckgemm.last_dispatch().summary
     reference = out.clone()
-    order = candidates(dtype, 2 if block else 0)
+    order = candidates(dtype, scaling)
     for info in order:  # each forced instance computes the default's result
         os.environ["CKGEMM_CONFIG"] = info["name"]
         try:
@@ -124,7 +132,8 @@ def run(name, dtype_name, args, device, report):
 
 def main() -> int:
     p = common.parser(__doc__, iters=10, warmup=2)
-    p.add_argument("--dtype", default="bf16,fp16", help="bf16, fp16, fp8 and/or fp8-block (default bf16,fp16)")
+    p.add_argument("--dtype", default="bf16,fp16",
+                   help="bf16, fp16, fp8, fp8-row and/or fp8-block (default bf16,fp16)")
     args = p.parse_args()
     device = common.gpu_device(needs_native=True)
     if device is None:

@@ -6,7 +6,8 @@
 # Stages: check (correctness), perf (all cases, peers), perf2 (the same with libws_$WS_MODE; variants
 # $WS_VARIANTS), modes (block timing of every built flavour on the four compute-bound cases), stalls (Nsight
 # Compute stall reasons, clock and pipe counts of unscaled, row, block and DeepGEMM's block kernel on the same
-# inputs, one launch each), sanitize (compute-sanitizer memcheck over small check shapes, racecheck on one), abck
+# inputs, one launch each), sass (Nsight Compute's per-instruction warp-state samples of the block kernel
+# and of DeepGEMM's, as CSV of the source page: which SASS instructions the warps wait on), sanitize (compute-sanitizer memcheck over small check shapes, racecheck on one), abck
 # (libws_$WS_MODE against the op's own packed call: needs the extension, e.g. carried as ckgemm/_C*.so).
 # WS_MODE is 0 unless set. (A third flavour, TMA boxes of scales, tripled the
 # block kernel's DRAM reads and was removed: docs/PERF_2026-12-02.md, ninth session, run 8.) A same-process A/B of
@@ -33,6 +34,17 @@ for stage in "$@"; do
         timeout 200 $B --lib /tmp/libws_$v.so --check-only | grep -v PASS | sed "s/^/lib $v: /"
       done ;;
     perf) timeout 400 $B --lib /tmp/libws_0.so --iters 15 | tee "$OUT/perf.log" ;;
+    sass)
+      for who in "grouped_fp8 " "sm90_fp8_gemm --profile-peer"; do
+        set -- $who
+        timeout 150 ncu --clock-control none -k regex:$1 --launch-skip 2 --launch-count 1 --section SourceCounters \
+          --section WarpStateStats --section SpeedOfLight --import-source no -f -o "$OUT/sass_$1" \
+          $B --lib /tmp/libws_0.so --profile ${2:-} --cases DeepSeek-V3_prefill --recipes block --variants 192a \
+          > "$OUT/sass_$1.log" 2>&1
+        ncu -i "$OUT/sass_$1.ncu-rep" --page source --csv --print-source sass > "$OUT/sass_$1.csv" 2>> "$OUT/sass_$1.log"
+        ncu -i "$OUT/sass_$1.ncu-rep" --page details > "$OUT/sass_$1_details.txt" 2>> "$OUT/sass_$1.log"
+        wc -c "$OUT/sass_$1.csv"
+      done ;;
     sanitize)  # memcheck over small check shapes, racecheck on one small case
       CS="compute-sanitizer --error-exitcode 1"
       timeout 200 $CS --tool memcheck $B --lib /tmp/libws_0.so --check-only --check-cases 0,3,5 | grep -v PASS | tail -4

@@ -1,7 +1,7 @@
 // ckgemm's own fp8 grouped GEMM mainloop for SM90 (packed MoE form, RC: A [rows, K], B [G, N, K]), built
 // from CuTe's wgmma/TMA atoms rather than a CUTLASS collective, so the tile and the promotion are ours. The op
-// routes unscaled packed calls to its 128x192 A-multicast form (ws_instance.cuh, rules.cpp); every recipe and
-// variant is checked and timed by benchmarks/native/bench_ws_fp8.py (docs/PERF_2026-12-02.md).
+// routes packed calls of every recipe to its 128x192 A-multicast form (ws_instance.cuh, rules.cpp); every recipe
+// and variant is checked and timed by benchmarks/native/bench_ws_fp8.py (docs/PERF_2026-12-02.md).
 //
 //   - persistent CTAs of 384 threads in clusters of two: one producer warp group (one thread issues the TMA
 //     loads of 128-byte swizzled K-major tiles into a ring of stages; the cluster's CTAs share A or B through
@@ -14,6 +14,8 @@
 //   - the tile scheduler and the per-group row offsets come from the device-resident group sizes (a prefix
 //     sum in shared memory at the start of each CTA): no argument-building launch, no host sync,
 //     graph-capturable with new sizes; a group's tiles are taken M-fastest so CTAs in flight share B in L2;
+//   - a consumer warp group with no rows of its group in the tile (or a pair's tile past N) skips the
+//     wgmmas and the store and only keeps the ring in step;
 //   - the epilogue stores from registers: a whole tile without per-element bounds and, where C's rows are
 //     16-byte aligned, in 16-byte pieces after the lanes of each quad exchange values (ws_fp8_parts.cuh).
 //
@@ -106,6 +108,17 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
     const uint32_t b_lo0 = __shfl_sync(0xffffffffu, smem_desc_lo(s.b[0]), 0);
     for (int u = cluster; u < units; u += clusters) {
       const Tile t = decode(s, p.groups, u, rank);
+      // A warp group whose 64 rows hold none of the group's rows (DeepGEMM skips these too), or a multicast
+      // pair's tile past N, has nothing to compute or store: it waits for its k-blocks and releases them, so
+      // the ring stays in step (docs/PERF_2026-12-03e.md: up to 4% on many small groups).
+      if (__shfl_sync(0xffffffffu, static_cast<int>(t.m_local0 + wg * 64 >= t.m_g || t.n0 >= p.n), 0)) {
+        for (int kb = 0; kb < k_blocks; ++kb) {
+          Barrier::wait(&s.full[stage], phase);
+          if (lane < 2) Barrier::arrive(&s.empty[stage], lane, 1);  // lane 0 here, lane 1 the other CTA
+          if (++stage == kStages) { stage = 0; phase ^= 1; }
+        }
+        continue;
+      }
       const int split = (t.n0 / 128 + 1) * 128 - t.n0;  // Block: columns [0, split) use the stage's sb[0], the rest sb[1]
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
