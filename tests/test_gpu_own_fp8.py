@@ -1,9 +1,9 @@
 """ckgemm's own fp8 kernel (csrc/cuda/ws_fp8.cuh) behind the op: packed unscaled fp8 calls (fp32 out) and
-row- and block-scaled ones (bf16 out) with device sizes whose groups average more than 64 rows route to it,
-where its 192-wide tile pads N by at most 5% (csrc/cuda/rules.cpp). Checked against the harness reference
-with NaN-poisoned outputs, against CUTLASS's 128x192 tile (unscaled bit for bit, row-scaled within one bf16
-step), under graph replay with new device sizes, and for its refusals (bad device sizes, more than 1024
-groups, another promotion interval). CUTLASS only."""
+block-scaled ones (bf16 out) with device sizes whose groups average more than 64 rows route to it, where its
+192-wide tile pads N by at most 5% (csrc/cuda/rules.cpp). Checked against the harness reference with
+NaN-poisoned outputs, against CUTLASS's 128x192 tile bit for bit (unscaled), under graph replay with new
+device sizes, and for its refusals (bad device sizes, more than 1024 groups, another promotion interval).
+CUTLASS only."""
 from __future__ import annotations
 
 import os
@@ -90,27 +90,17 @@ def _replay_with_new_sizes(call, gs, out, judge):
         judge(new)
 
 
-def _scaled_call(sizes, n, k, tag, recipe="block", config=None):
-    """A scaled call with the harness casts of ``recipe`` (block: DeepGEMM's 1x128 A, 128x128 B scales; row:
-    per-token A, per-channel B), bf16 out; ``config`` forces an instance (CKGEMM_CONFIG)."""
+def _block_call(sizes, n, k, tag, out=None):
+    """A DeepGEMM-style block-scaled call (1x128 A, 128x128 B scales from the harness casts), bf16 out."""
     from ckgemm.testing import quant
 
     gen = generator(tag)
-    a, sa = quant.cast_for(torch.randn(sum(sizes), k, generator=gen).to(DEVICE), recipe, "a")
-    b, sb = quant.cast_for((torch.randn(len(sizes), n, k, generator=gen) * 0.05).to(DEVICE), recipe, "b")
+    a, sa = quant.per_token_cast_to_fp8(torch.randn(sum(sizes), k, generator=gen).to(DEVICE))
+    b, sb = quant.per_block_cast_to_fp8((torch.randn(len(sizes), n, k, generator=gen) * 0.05).to(DEVICE))
     gs = torch.tensor(sizes, dtype=torch.int32, device=DEVICE)
-    out = poison((sum(sizes), n), torch.bfloat16, DEVICE)
-    if config:
-        os.environ["CKGEMM_CONFIG"] = config
-    try:
-        ckgemm.grouped_gemm_packed(a, b, gs, out=out, scale_a=sa, scale_b=sb)
-    finally:
-        os.environ.pop("CKGEMM_CONFIG", None)
+    out = poison((sum(sizes), n), torch.bfloat16, DEVICE) if out is None else out
+    ckgemm.grouped_gemm_packed(a, b, gs, out=out, scale_a=sa, scale_b=sb)
     return (a, sa), (b, sb), gs, out
-
-
-def _block_call(sizes, n, k, tag):
-    return _scaled_call(sizes, n, k, tag)
 
 
 def _check_block(out, a, b, sizes, k, name):
@@ -142,32 +132,6 @@ def test_own_block_kernel_replays_a_graph_with_new_device_sizes():
     a, b, gs, out = _block_call(sizes, 384, 640, "own-block-graph")
     _replay_with_new_sizes(lambda: ckgemm.grouped_gemm_packed(a[0], b[0], gs, out=out, scale_a=a[1], scale_b=b[1]),
                            gs, out, lambda new: _check_block(out, a, b, new, 640, f"own block replay {new}"))
-
-
-# the block cases, and a whole-tile case for the 16-byte stores of the row scales' epilogue
-ROW_CASES = BLOCK_CASES + [([512, 384], 768, 1024)]
-
-
-@pytest.mark.parametrize("case", range(len(ROW_CASES)))
-def test_own_kernel_takes_row_scales(case):
-    """Per-token A and per-channel B scales, applied in the epilogue: the reference's numbers, and CUTLASS's
-    128x192 row tile's (the same sums; the scales multiplied in another order, so not bit for bit)."""
-    sizes, n, k = ROW_CASES[case]
-    a, b, _, out = _scaled_call(sizes, n, k, f"own-row-{case}", "row")
-    assert _paths() == {OWN} and ckgemm.last_dispatch().recipe == "row", ckgemm.last_dispatch()
-    _check_block(out, a, b, sizes, k, f"own row {case}")
-    if n % 8:  # CUTLASS's TMA store cannot write bf16 rows of this N as they are: nothing to compare with
-        return
-    _, _, _, theirs = _scaled_call(sizes, n, k, f"own-row-{case}", "row", config="coop_128x192x128_c1x2")
-    assert _paths() == {"cutlass:coop_128x192x128_c1x2"}, ckgemm.last_dispatch()
-    torch.testing.assert_close(out.float(), theirs.float(), rtol=2 ** -7, atol=0)
-
-
-def test_own_row_kernel_replays_a_graph_with_new_device_sizes():
-    sizes = [300, 0, 212, 512]
-    a, b, gs, out = _scaled_call(sizes, 384, 640, "own-row-graph", "row")
-    _replay_with_new_sizes(lambda: ckgemm.grouped_gemm_packed(a[0], b[0], gs, out=out, scale_a=a[1], scale_b=b[1]),
-                           gs, out, lambda new: _check_block(out, a, b, new, 640, f"own row replay {new}"))
 
 
 def test_more_groups_than_the_own_kernel_takes_run_on_cutlass():
@@ -221,13 +185,3 @@ def test_another_promotion_interval_runs_cutlass():
     """, {"CKGEMM_FP8_PROMOTION": "8"})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == OWN, "block scales promote every block on either kernel: the knob leaves them"
-    proc = _run("""
-        import torch, ckgemm
-        from ckgemm.testing import quant
-        a, sa = quant.per_row_cast_to_fp8(torch.randn(4096, 256, device="cuda"))
-        b, sb = quant.per_row_cast_to_fp8(torch.randn(4, 384, 256, device="cuda"))
-        ckgemm.grouped_gemm_packed(a, b, torch.tensor([1024] * 4, device="cuda"), scale_a=sa, scale_b=sb)
-        print(ckgemm.last_dispatch().paths[0])
-    """, {"CKGEMM_FP8_PROMOTION": "8"})
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "cutlass:coop_128x192x128_c1x2", "row scales promote as unscaled calls do"

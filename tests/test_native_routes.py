@@ -106,10 +106,10 @@ def _route_packed(probe, dtype, out, scaling, groups, rows, n, k, *, layout="RC"
 
 def test_packed_unscaled_fp8_takes_ckgemm_own_kernel_where_its_rule_allows(probe):
     """The packed route (route_packed, as the executor calls it) of unscaled fp8 groups of more than 64 rows
-    takes ckgemm's own kernel (ws_fp8.cuh) first, and so do row- and block-scaled ones to bf16; its rule
+    takes ckgemm's own kernel (ws_fp8.cuh) first, and so do block-scaled ones to bf16; its rule
     (ws_fp8_rules.h) sends everything else on: list groups, more than 1024 groups, K or B's group stride off
-    TMA's 16 bytes, scaled calls to fp32 (no own instance), decode-sized groups (the SwapAB and ping-pong tiles
-    rank first)."""
+    TMA's 16 bytes, the row recipe (no own instance), decode-sized groups (the SwapAB and ping-pong tiles rank
+    first)."""
     fp8, f32, bf16_out = torch.float8_e4m3fn, 2, 1
     own = "ws_128x192x128_c1x2"
     assert _route_packed(probe, fp8, f32, 0, 32, 32768, 4096, 7168) == (own, 0, "")
@@ -134,13 +134,7 @@ def test_packed_unscaled_fp8_takes_ckgemm_own_kernel_where_its_rule_allows(probe
     assert _route_packed(probe, fp8, f32, 0, 4, 4096, 2048, 7168, layout="RR")[:2] == (
         own, routes.FLAG_REPACK_B | routes.FLAG_TRANSPOSE_B)
     assert _route_packed(probe, fp8, f32, 0, 32, 512, 4096, 7168)[0].startswith("coop_swapab_"), "16 rows a group"
-    assert _route_packed(probe, fp8, bf16_out, 1, 32, 32768, 4096, 7168) == (own, 0, ""), "row scales, bf16 out"
-    assert _route_packed(probe, fp8, f32, 1, 32, 32768, 4096, 7168)[0] == "pingpong_64x128x128", \
-        "row scales to fp32: CUTLASS's only instance of that kind"
-    assert _route_packed(probe, fp8, bf16_out, 1, 32, 512, 4096, 7168)[0].startswith("coop_swapab_"), \
-        "row scales, 16 rows a group: the SwapAB tile"
-    assert _route_packed(probe, fp8, bf16_out, 1, 1, 512, 256, 512)[0] == "coop_128x128x128_c1x2", \
-        "row scales, N 256 pads a 192-wide tile by 50%: CUTLASS's 128-wide tile"
+    assert _route_packed(probe, fp8, bf16_out, 1, 32, 32768, 4096, 7168)[0] == "coop_128x192x128_c1x2"
     assert _route_packed(probe, fp8, bf16_out, 2, 32, 32768, 4096, 7168) == (own, 0, ""), "block scales, bf16 out"
     assert _route_packed(probe, fp8, f32, 2, 32, 32768, 4096, 7168)[0] == "pingpong_blockwise_64x128x128", \
         "block scales to fp32: CUTLASS's only instance of that kind"
@@ -159,10 +153,10 @@ def test_packed_unscaled_fp8_takes_ckgemm_own_kernel_where_its_rule_allows(probe
         "a packed-only instance's refusal is never the reason a list group is given"
 
 
-def test_a_promotion_interval_other_than_4_sends_unscaled_and_row_fp8_to_cutlass(probe):
+def test_a_promotion_interval_other_than_4_sends_unscaled_fp8_to_cutlass(probe):
     """CKGEMM_FP8_PROMOTION (read once per process) is CUTLASS's knob; the own kernel promotes every 4 wgmma
-    k-blocks only, so with 8 or 16 set its rule refuses unscaled and row-scaled calls, which run CUTLASS at
-    the asked precision; block-scaled calls, promoted every block on either kernel, stay on it."""
+    k-blocks only, so with 8 or 16 set its rule refuses unscaled calls, which run CUTLASS at the asked
+    precision; block-scaled calls, promoted every block on either kernel, stay on it."""
     lib = probe._name
     code = f"""
 import ctypes
@@ -175,9 +169,6 @@ print(so.probe_instance_name(so.probe_route_instance_of(c)).decode())
 c = so.probe_route_packed(2, 1, 0, 2, 32, ctypes.c_int64(32768), ctypes.c_int64(4096), ctypes.c_int64(7168),
                           ctypes.c_int64(0), ctypes.c_int64(4096), ctypes.byref(why))
 print("block", so.probe_instance_name(so.probe_route_instance_of(c)).decode())
-c = so.probe_route_packed(2, 1, 0, 1, 32, ctypes.c_int64(32768), ctypes.c_int64(4096), ctypes.c_int64(7168),
-                          ctypes.c_int64(0), ctypes.c_int64(4096), ctypes.byref(why))
-print("row", so.probe_instance_name(so.probe_route_instance_of(c)).decode())
 """
     own = "ws_128x192x128_c1x2"
     for setting, want in (("8", "coop_128x192x128_c1x2"), ("16", "coop_128x192x128_c1x2"), ("4", own), ("", own)):
@@ -186,8 +177,7 @@ print("row", so.probe_instance_name(so.probe_route_instance_of(c)).decode())
             env["CKGEMM_FP8_PROMOTION"] = setting
         run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
         assert run.returncode == 0, run.stderr
-        # block promotes every block; row promotes as unscaled does
-        assert run.stdout.split() == [want, "block", own, "row", want], (setting, run.stdout)
+        assert run.stdout.split() == [want, "block", own], (setting, run.stdout)  # block promotes every block
 
 
 def test_ckgemm_config_puts_the_named_instance_first_where_it_fits(probe, monkeypatch):

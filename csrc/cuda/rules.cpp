@@ -103,8 +103,7 @@ constexpr int64_t kWideSwapTiles = 128;
 // from 2% slower to 9% faster) unless N pads its last 192-wide tile by more than 5% of N (N 256: 50%).
 // ckgemm's own fp8 kernel (table order: before CUTLASS's tiles of its kind) ranks as a 128x192 tile does: on
 // the packed calls it takes, unscaled it was 6-21% faster than CUTLASS's 128x192 at the same output
-// (docs/PERF_2026-12-02.md); block-scaled, 0.99-1.11x CUTLASS's blockwise 128x128 (docs/PERF_2026-12-03d.md);
-// row-scaled, 0.99-1.08x CUTLASS's 128x192 (docs/PERF_2026-12-03d.md, docs/PERF_2026-12-03e.md).
+// (docs/PERF_2026-12-02.md); block-scaled, 0.99-1.11x CUTLASS's blockwise 128x128 (docs/PERF_2026-12-03d.md).
 int rank_for(const Spec& s, int64_t m, int64_t n, int64_t groups) {
   const bool swap = s.schedule.swap_ab;
   const bool small_tile = s.tm <= 64 && !swap;
@@ -146,7 +145,7 @@ std::string instance_rejects(int id, const GroupDesc& g) {
 // alignment iff the leading dimensions and B's group stride do, so the envelope decides for all.
 std::string instance_rejects_packed(int id, const PackedArgs& p) {
   const InstanceInfo& info = instance_info(id);
-  if (info.packed_only && info.kind.scaling != Scaling::Block && fp8_promotion_interval() != 4)  // block: every block
+  if (info.packed_only && info.kind.scaling == Scaling::None && fp8_promotion_interval() != 4)  // block: every block
     return "promotes every 4 wgmma k-blocks only (CKGEMM_FP8_PROMOTION=" + std::to_string(fp8_promotion_interval()) +
            " is CUTLASS's)";
   if (info.packed_only)

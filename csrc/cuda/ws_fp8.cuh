@@ -1,7 +1,8 @@
 // ckgemm's own fp8 grouped GEMM mainloop for SM90 (packed MoE form, RC: A [rows, K], B [G, N, K]), built
 // from CuTe's wgmma/TMA atoms rather than a CUTLASS collective, so the tile and the promotion are ours. The op
-// routes packed calls of every recipe to its 128x192 A-multicast form (ws_instance.cuh, rules.cpp); every recipe
-// and variant is checked and timed by benchmarks/native/bench_ws_fp8.py (docs/PERF_2026-12-02.md).
+// routes unscaled and block-scaled packed calls to its 128x192 A-multicast form (ws_instance.cuh, rules.cpp);
+// every recipe and variant is checked and timed by benchmarks/native/bench_ws_fp8.py (docs/PERF_2026-12-02.md;
+// its row recipe in the op trailed CUTLASS's on short K and many groups, docs/PERF_2026-12-03e.md).
 //
 //   - persistent CTAs of 384 threads in clusters of two: one producer warp group (one thread issues the TMA
 //     loads of 128-byte swizzled K-major tiles into a ring of stages; the cluster's CTAs share A or B through

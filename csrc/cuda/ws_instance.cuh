@@ -1,7 +1,7 @@
 // ckgemm's own fp8 grouped kernel (ws_fp8.cuh) as a row of the CUTLASS backend's instance table (schedule
-// OwnWarpSpecialized in instances.inc: unscaled to fp32, row- and block-scaled to bf16): the packed form's
-// launch. Its acceptance rule is ws_fp8_rules.h, applied by rules.cpp; list groups are refused there, so the
-// router gives them to CUTLASS.
+// OwnWarpSpecialized in instances.inc: unscaled to fp32, block-scaled to bf16): the packed form's launch. Its
+// acceptance rule is ws_fp8_rules.h, applied by rules.cpp; list groups are refused there, so the router gives
+// them to CUTLASS.
 //
 // Two launches, as the CUTLASS instances make: the shared builder checks the device-resident group sizes
 // first (a bad size prints a "group_sizes" message and traps the stream, or sets sizes_ok), then the kernel,
