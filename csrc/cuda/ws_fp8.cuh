@@ -9,9 +9,10 @@
 //     multicast) and two consumer warp groups, each owning 64 of the tile's 128 rows and all BN columns;
 //   - every 128-deep k-block is four m64nBNk32 wgmmas into a scratch accumulator promoted into the fp32 one
 //     (acc += tmp * scale): promotion interval 4, cuBLAS's precision without fast accumulation. Block scales
-//     (1x128 A, 128x128 B) are that scale; unscaled and row-scaled calls promote with 1 and apply row scales
-//     in the epilogue. The two warp groups reach their promotions at different times, so one's FFMAs run
-//     under the other's wgmmas;
+//     (1x128 A, 128x128 B) are that scale (the k-loop is instantiated per column where a 192-wide tile's B
+//     scale block changes, so the promotion has no branch: 1-3% on the H200, docs/PERF_2026-12-04.md);
+//     unscaled and row-scaled calls promote with 1 and apply row scales in the epilogue. The two warp groups
+//     reach their promotions at different times, so one's FFMAs run under the other's wgmmas;
 //   - the tile scheduler and the per-group row offsets come from the device-resident group sizes (a prefix
 //     sum in shared memory at the start of each CTA): no argument-building launch, no host sync,
 //     graph-capturable with new sizes; a group's tiles are taken M-fastest so CTAs in flight share B in L2;
@@ -133,55 +134,64 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
         q0[0] = __ldg(pa_lo); q0[1] = __ldg(pa_hi); q0[2] = __ldg(pb0); q0[3] = __ldg(pb1);
         if (k_blocks > 1) { q1[0] = __ldg(pa_lo + 1); q1[1] = __ldg(pa_hi + 1); q1[2] = __ldg(pb0 + 1); q1[3] = __ldg(pb1 + 1); }
       }
-      for (int kb = 0; kb < k_blocks; ++kb) {
-        Barrier::wait(&s.full[stage], phase);
-        float a_lo = q0[0], a_hi = q0[1], b0 = q0[2], b1 = q0[3];
+      // The k-loop, instantiated per position of the B scale block boundary in the tile (a compile-time kSplit,
+      // as DeepGEMM dispatches it) rather than branching on it in every k-block's promotion.
+      auto k_loop = [&](auto split_c) {
+        constexpr int kSplit = decltype(split_c)::value;
+        for (int kb = 0; kb < k_blocks; ++kb) {
+          Barrier::wait(&s.full[stage], phase);
+          [[maybe_unused]] float a_lo = q0[0], a_hi = q0[1], b0 = q0[2], b1 = q0[3];
 #pragma unroll
-        for (int h = 0; h < kHalves; ++h) {
+          for (int h = 0; h < kHalves; ++h) {
 #pragma unroll
-          for (int i = 0; i < kTmp; ++i) cute::warpgroup_fence_operand(tmp[i]);
-          cute::warpgroup_arrive();
-          // B's half h: 128 rows of 128 bytes further into the stage (+1024 in the descriptor's 16-byte units)
-          const uint32_t da = a_lo0 + stage * (Cfg::kBytesA / 16), db = b_lo0 + stage * (Cfg::kBytesB / 16) + h * 1024;
+            for (int i = 0; i < kTmp; ++i) cute::warpgroup_fence_operand(tmp[i]);
+            cute::warpgroup_arrive();
+            // B's half h: 128 rows of 128 bytes further into the stage (+1024 in the descriptor's 16-byte units)
+            const uint32_t da = a_lo0 + stage * (Cfg::kBytesA / 16), db = b_lo0 + stage * (Cfg::kBytesB / 16) + h * 1024;
 #pragma unroll
-          for (int kk = 0; kk < kBlockK / 32; ++kk)  // +32 bytes along K inside the swizzled row: +2 in the descriptor
-            mma_call<Mma<Cfg::kMmaN>>(desc_of(da + 2 * kk), desc_of(db + 2 * kk), tmp, kk > 0,
-                                      std::make_index_sequence<kTmp>{});
-          cute::warpgroup_commit_batch();
-          if (h == 0) {
-            // The scales are read under the wgmmas: wgmma.fence (warpgroup_arrive) waits for every register write
-            // in flight, so a load issued before it would stall the MMAs' issue for its whole latency.
-            if constexpr (kScaleWarp) {
-              a_lo = s.sa[stage][r_lo]; a_hi = s.sa[stage][r_lo + 8]; b0 = s.sb[stage][0]; b1 = s.sb[stage][1];
+            for (int kk = 0; kk < kBlockK / 32; ++kk)  // +32 bytes along K inside the swizzled row: +2 in the descriptor
+              mma_call<Mma<Cfg::kMmaN>>(desc_of(da + 2 * kk), desc_of(db + 2 * kk), tmp, kk > 0,
+                                        std::make_index_sequence<kTmp>{});
+            cute::warpgroup_commit_batch();
+            if (h == 0) {
+              // The scales are read under the wgmmas: wgmma.fence (warpgroup_arrive) waits for every register write
+              // in flight, so a load issued before it would stall the MMAs' issue for its whole latency.
+              if constexpr (kScaleWarp) {
+                a_lo = s.sa[stage][r_lo]; a_hi = s.sa[stage][r_lo + 8]; b0 = s.sb[stage][0]; b1 = s.sb[stage][1];
+              }
+              float q2[4] = {1.f, 1.f, 1.f, 1.f};
+              if constexpr (kScalePrefetch) {
+                if (kb + 2 < k_blocks) { q2[0] = __ldg(pa_lo + kb + 2); q2[1] = __ldg(pa_hi + kb + 2); q2[2] = __ldg(pb0 + kb + 2); q2[3] = __ldg(pb1 + kb + 2); }
+              }
+#pragma unroll
+              for (int i = 0; i < 4; ++i) { q0[i] = q1[i]; q1[i] = q2[i]; }
             }
-            float q2[4] = {1.f, 1.f, 1.f, 1.f};
-            if constexpr (kScalePrefetch) {
-              if (kb + 2 < k_blocks) { q2[0] = __ldg(pa_lo + kb + 2); q2[1] = __ldg(pa_hi + kb + 2); q2[2] = __ldg(pb0 + kb + 2); q2[3] = __ldg(pb1 + kb + 2); }
+            cute::warpgroup_wait<0>();
+#pragma unroll
+            for (int i = 0; i < kTmp; ++i) cute::warpgroup_fence_operand(tmp[i]);
+            if (h == kHalves - 1) {
+              if (lane < 2) Barrier::arrive(&s.empty[stage], lane, 1);  // lane 0 here, lane 1 the other CTA
+              if (++stage == kStages) { stage = 0; phase ^= 1; }
             }
+            float* part = acc + h * kTmp;
+            if constexpr (R == Recipe::Block) {
+              const float s_lo0 = a_lo * b0, s_hi0 = a_hi * b0, s_lo1 = a_lo * b1, s_hi1 = a_hi * b1;
+              if constexpr (BN == 256)  // a 256-wide tile starts on a 128-column scale block: one block per half
+                promote<128, 128>(part, tmp, h ? s_lo1 : s_lo0, h ? s_hi1 : s_hi0, 0.f, 0.f);
+              else  // the B scale block boundary sits at column 128 or 64 of the tile
+                promote<BN, kSplit>(part, tmp, s_lo0, s_hi0, s_lo1, s_hi1);
+            } else {
 #pragma unroll
-            for (int i = 0; i < 4; ++i) { q0[i] = q1[i]; q1[i] = q2[i]; }
-          }
-          cute::warpgroup_wait<0>();
-#pragma unroll
-          for (int i = 0; i < kTmp; ++i) cute::warpgroup_fence_operand(tmp[i]);
-          if (h == kHalves - 1) {
-            if (lane < 2) Barrier::arrive(&s.empty[stage], lane, 1);  // lane 0 here, lane 1 the other CTA
-            if (++stage == kStages) { stage = 0; phase ^= 1; }
-          }
-          float* part = acc + h * kTmp;
-          if constexpr (R == Recipe::Block) {
-            const float s_lo0 = a_lo * b0, s_hi0 = a_hi * b0, s_lo1 = a_lo * b1, s_hi1 = a_hi * b1;
-            if constexpr (BN == 256)  // a 256-wide tile starts on a 128-column scale block: one block per half
-              promote<128, 128>(part, tmp, h ? s_lo1 : s_lo0, h ? s_hi1 : s_hi0, 0.f, 0.f);
-            else if (BN == 128 || split == 128)  // the B scale block boundary sits at column 128 or 64 of the tile
-              promote<BN, 128>(part, tmp, s_lo0, s_hi0, s_lo1, s_hi1);
-            else
-              promote<BN, 64>(part, tmp, s_lo0, s_hi0, s_lo1, s_hi1);
-          } else {
-#pragma unroll
-            for (int i = 0; i < kTmp; ++i) part[i] += tmp[i];
+              for (int i = 0; i < kTmp; ++i) part[i] += tmp[i];
+            }
           }
         }
+      };
+      if constexpr (R == Recipe::Block && BN == 192) {
+        if (split != 128) k_loop(std::integral_constant<int, 64>{});
+        else k_loop(std::integral_constant<int, 128>{});
+      } else {
+        k_loop(std::integral_constant<int, 128>{});
       }
       store_tile<BN, R, Out>(p, t, acc, r_lo, lane);
     }
