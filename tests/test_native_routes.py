@@ -108,8 +108,8 @@ def test_packed_unscaled_fp8_takes_ckgemm_own_kernel_where_its_rule_allows(probe
     """The packed route (route_packed, as the executor calls it) of unscaled fp8 groups of more than 64 rows
     takes ckgemm's own kernel (ws_fp8.cuh) first, and so do block-scaled ones to bf16; its rule
     (ws_fp8_rules.h) sends everything else on: list groups, more than 1024 groups, K or B's group stride off
-    TMA's 16 bytes, the row recipe (no own instance), decode-sized groups (the SwapAB and ping-pong tiles rank
-    first)."""
+    TMA's 16 bytes, block scales past 512 k-blocks, the row recipe (no own instance), decode-sized groups (the
+    SwapAB and ping-pong tiles rank first)."""
     fp8, f32, bf16_out = torch.float8_e4m3fn, 2, 1
     own = "ws_128x192x128_c1x2"
     assert _route_packed(probe, fp8, f32, 0, 32, 32768, 4096, 7168) == (own, 0, "")
@@ -136,6 +136,11 @@ def test_packed_unscaled_fp8_takes_ckgemm_own_kernel_where_its_rule_allows(probe
     assert _route_packed(probe, fp8, f32, 0, 32, 512, 4096, 7168)[0].startswith("coop_swapab_"), "16 rows a group"
     assert _route_packed(probe, fp8, bf16_out, 1, 32, 32768, 4096, 7168)[0] == "coop_128x192x128_c1x2"
     assert _route_packed(probe, fp8, bf16_out, 2, 32, 32768, 4096, 7168) == (own, 0, ""), "block scales, bf16 out"
+    # a tile's B scales for every k-block sit in shared memory: at most 512 k-blocks (K <= 65536) with block scales
+    assert _route_packed(probe, fp8, bf16_out, 2, 4, 4096, 4096, 65536) == (own, 0, "")
+    name, _, why = _route_packed(probe, fp8, bf16_out, 2, 4, 4096, 4096, 65536 + 16)
+    assert why == "" and name.startswith("coop_blockwise_"), "513 k-blocks: CUTLASS's blockwise tile"
+    assert _route_packed(probe, fp8, f32, 0, 4, 4096, 4096, 65536 + 16)[0] == own, "no block scales: no K limit"
     assert _route_packed(probe, fp8, f32, 2, 32, 32768, 4096, 7168)[0] == "pingpong_blockwise_64x128x128", \
         "block scales to fp32: CUTLASS's only instance of that kind"
     assert _route_packed(probe, fp8, bf16_out, 2, 32, 512, 4096, 7168)[0].startswith("coop_blockwise_swapab_")

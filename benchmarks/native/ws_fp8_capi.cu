@@ -17,7 +17,7 @@ extern "C" int ws_fp8_packed(const void* a, const void* b, void* c, const void* 
                              void* stream) {
   const ckgemm::PackedArgs call{a, b, c, sizes, sizes_int64, groups, rows, n, k, lda, ldb, ldc, b_group_stride,
                                sa, sa_stride, sb, sb_stride, nullptr};
-  std::string why = rejects(call, out_f32 ? 4 : 2);
+  std::string why = rejects(call, out_f32 ? 4 : 2, recipe == static_cast<int>(Recipe::Block));
   if (!why.empty()) {
     std::fprintf(stderr, "ws_fp8: %s\n", why.c_str());
     return -1;

@@ -149,7 +149,7 @@ std::string instance_rejects_packed(int id, const PackedArgs& p) {
     return "promotes every 4 wgmma k-blocks only (CKGEMM_FP8_PROMOTION=" + std::to_string(fp8_promotion_interval()) +
            " is CUTLASS's)";
   if (info.packed_only)
-    return ws::rejects(p, out_bytes(info.kind.out));
+    return ws::rejects(p, out_bytes(info.kind.out), info.kind.scaling == Scaling::Block);
   const GroupDesc envelope{p.a, p.b, p.c, p.rows, p.n, p.k, p.lda, p.ldb, p.ldc, p.sa, p.sb};
   const std::string why = instance_rejects(id, envelope);
   if (!why.empty()) return why;

@@ -30,10 +30,14 @@
 namespace ckgemm::ws {
 
 // How block scales reach the consumers: 0, a producer warp copies the stage's scales with cp.async; 1, the
-// consumers read them from global two k-blocks ahead. (A third, TMA boxes of four k-blocks' scales with the
-// stage's operands, tripled the DRAM reads of B and was removed: docs/PERF_2026-12-02.md, ninth session, run 8.)
+// consumers read them from global two k-blocks ahead; 2 (the default), DeepGEMM's feed: the TMA thread
+// bulk-copies the stage's A scales from an MN-major copy (ws_fp8_scales.cuh, made by the launch) beside the
+// operands, each consumer warp group copies the tile's B scales for every k-block into shared memory once per
+// tile, and the k-loop reads B's before the full-barrier wait and A's before wgmma.fence (4-9% over mode 0 on
+// the prefill cases, docs/PERF_2026-12-04.md). (TMA boxes of four k-blocks' scales with the stage's operands
+// tripled the DRAM reads of B and were removed: docs/PERF_2026-12-02.md, ninth session, run 8.)
 #ifndef CKGEMM_WS_SCALES
-#define CKGEMM_WS_SCALES 0
+#define CKGEMM_WS_SCALES 2
 #endif
 
 template <int BN, bool McastB, Recipe R, class Out>
@@ -41,6 +45,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
   using Cfg = Config<BN, McastB>;
   constexpr bool kScaleWarp = R == Recipe::Block && CKGEMM_WS_SCALES == 0;
   constexpr bool kScalePrefetch = R == Recipe::Block && CKGEMM_WS_SCALES == 1;
+  constexpr bool kScaleTma = R == Recipe::Block && CKGEMM_WS_SCALES == 2;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
   constexpr int kStages = Cfg::kStages;
   // Dynamic shared memory starts 1024-aligned here (no static shared memory), as the 128-byte swizzle needs; a
@@ -73,8 +78,10 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
         for (int kb = 0; kb < k_blocks; ++kb) {
           Barrier::wait(&s.empty[stage], phase ^ 1);
           if (warp == 0) {
-            Barrier::arrive_and_expect_tx(&s.full[stage], Cfg::kBytesA + Cfg::kBytesB);
+            Barrier::arrive_and_expect_tx(&s.full[stage], Cfg::kBytesA + Cfg::kBytesB + (kScaleTma ? kBulkScaleBytes : 0));
             const int k0 = kb * kBlockK;
+            if constexpr (kScaleTma)  // A's scales of k-block kb, from row0 rounded down to 4 (16-byte aligned)
+              bulk_load(s.sa[stage], p.sa + kb * p.sa_kb_stride + (t.row0 & ~3), kBulkScaleBytes, &s.full[stage]);
             if constexpr (McastB) {
               tma_load(&p.tma_a, &s.full[stage], s.a[stage], k0, t.row0, 0, false, false);
               tma_load(&p.tma_b, &s.full[stage], s.b[stage] + rank * Cfg::kRowsB * kBlockK, k0,
@@ -121,6 +128,15 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
         }
         continue;
       }
+      if constexpr (kScaleTma) {  // this warp group's copy of the tile's B scales (named barrier 1 + wg: its 128 threads)
+        asm volatile("bar.sync %0, 128;" :: "r"(1 + wg) : "memory");  // its last tile's reads are done
+        const float* b0p = b_block_scales(p, t.g, t.n0 / 128, k_blocks);
+        const float* b1p = b_block_scales(p, t.g, t.n0 / 128 + 1, k_blocks);
+        for (int i = tid % 128; i < 2 * k_blocks; i += 128)
+          s.sbt[wg][i >= k_blocks][i % k_blocks] = __ldg(i < k_blocks ? b0p + i : b1p + (i - k_blocks));
+        asm volatile("bar.sync %0, 128;" :: "r"(1 + wg) : "memory");
+      }
+      const int sa_off = r_lo + (t.row0 & 3);  // mode 2: this thread's first row in the stage's 132 A scales
       const int split = (t.n0 / 128 + 1) * 128 - t.n0;  // Block: columns [0, split) use the stage's sb[0], the rest sb[1]
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
@@ -137,10 +153,13 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
       // The k-loop, instantiated per position of the B scale block boundary in the tile (a compile-time kSplit,
       // as DeepGEMM dispatches it) rather than branching on it in every k-block's promotion.
       auto k_loop = [&](auto split_c) {
-        constexpr int kSplit = decltype(split_c)::value;
+        [[maybe_unused]] constexpr int kSplit = decltype(split_c)::value;
+#pragma unroll (kScaleTma ? 8 : 1)
         for (int kb = 0; kb < k_blocks; ++kb) {
-          Barrier::wait(&s.full[stage], phase);
           [[maybe_unused]] float a_lo = q0[0], a_hi = q0[1], b0 = q0[2], b1 = q0[3];
+          if constexpr (kScaleTma) { b0 = s.sbt[wg][0][kb]; b1 = s.sbt[wg][1][kb]; }  // before the wait, as DeepGEMM
+          Barrier::wait(&s.full[stage], phase);
+          if constexpr (kScaleTma) { a_lo = s.sa[stage][sa_off]; a_hi = s.sa[stage][sa_off + 8]; }  // before the fence
 #pragma unroll
           for (int h = 0; h < kHalves; ++h) {
 #pragma unroll

@@ -9,6 +9,7 @@
 
 #include "ws_fp8.cuh"
 #include "ws_fp8_rules.h"
+#include "ws_fp8_scales.cuh"
 
 namespace ckgemm::ws {
 
@@ -66,6 +67,7 @@ cudaError_t launch(const PackedArgs& c, int sm_count, cudaStream_t stream, std::
   if (p.vector_store && (c.ldc * sizeof(Out)) % 16 == 0 && reinterpret_cast<uintptr_t>(c.c) % 16 == 0) p.vector_store = 2;
   p.sa = c.sa;
   p.sa_stride = c.sa_row_stride;
+  p.sa_kb_stride = 1;
   p.sb = c.sb;
   p.sb_stride = c.sb_group_stride;
   p.sizes_ok = c.sizes_ok;
@@ -94,8 +96,26 @@ cudaError_t launch(const PackedArgs& c, int sm_count, cudaStream_t stream, std::
   config.stream = stream;
   config.attrs = attr;
   config.numAttrs = 1;
+  // Scale mode 2 reads A's block scales MN-major: a copy in a stream-ordered allocation (graph-capturable),
+  // freed after the launch.
+  float* sa_mn = nullptr;
+  if constexpr (R == Recipe::Block && CKGEMM_WS_SCALES == 2) {
+    const int64_t k_blocks = (c.k + kBlockK - 1) / kBlockK, ld = mn_major_ld(c.rows);
+    cudaError_t e = cudaMallocAsync(reinterpret_cast<void**>(&sa_mn), mn_major_floats(c.rows, k_blocks) * sizeof(float),
+                                    stream);
+    if (e == cudaSuccess) e = launch_scales_to_mn_major(c.sa, c.sa_row_stride, sa_mn, ld, c.rows, k_blocks, stream);
+    if (e != cudaSuccess) {
+      *why = std::string("block scales to MN-major: ") + cudaGetErrorString(e);
+      if (sa_mn != nullptr) cudaFreeAsync(sa_mn, stream);
+      return e;
+    }
+    p.sa = sa_mn;
+    p.sa_stride = 1;
+    p.sa_kb_stride = ld;
+  }
   const cudaError_t e = cudaLaunchKernelEx(&config, kernel, p);
   if (e != cudaSuccess) *why = std::string("launch: ") + cudaGetErrorString(e);
+  if (sa_mn != nullptr) cudaFreeAsync(sa_mn, stream);
   return e;
 }
 

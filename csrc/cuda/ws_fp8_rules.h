@@ -2,7 +2,8 @@
 // read by the router (rules.cpp, through instance_rejects_packed) and by the benchmark's C entry
 // (benchmarks/native/ws_fp8_capi.cu). Packed RC calls only: e4m3 A [rows, k] and B [groups, n, k] through
 // TMA (16-byte aligned bases, leading dimensions and B's group stride when there is more than one group;
-// k % 16 == 0), at most kMaxGroups groups, sizes that stay 32-bit when rounded up to tiles; C of any leading
+// k % 16 == 0), at most kMaxGroups groups, sizes that stay 32-bit when rounded up to tiles, and with block
+// scales at most kMaxKBlocks k-blocks (K <= 65536: a tile's B scales sit in shared memory); C of any leading
 // dimension, aligned to its element.
 #pragma once
 
@@ -15,8 +16,8 @@
 namespace ckgemm::ws {
 
 // Why the kernel cannot take a packed call of the ckgemm ABI (csrc/ckgemm.h) whose output elements are
-// out_bytes wide ("" when it can).
-inline std::string rejects(const PackedArgs& e, int out_bytes) {
+// out_bytes wide, with block scales or not ("" when it can).
+inline std::string rejects(const PackedArgs& e, int out_bytes, bool block_scales) {
   auto aligned = [](const void* ptr, int to) { return reinterpret_cast<uintptr_t>(ptr) % to == 0; };
   if (e.groups < 1 || e.groups > kMaxGroups) return "takes 1 to " + std::to_string(kMaxGroups) + " groups";
   // The kernel rounds rows, N and K up to whole tiles in 32-bit ints (a group's M-blocks, a tile's n0 + BN for a
@@ -28,6 +29,8 @@ inline std::string rejects(const PackedArgs& e, int out_bytes) {
     return "TMA needs K, lda, ldb and B's group stride to be multiples of 16 bytes";
   if (!aligned(e.a, 16) || !aligned(e.b, 16)) return "TMA needs 16-byte aligned A and B";
   if (!aligned(e.c, out_bytes)) return "C is not aligned to its element";
+  if (block_scales && (e.k + kBlockK - 1) / kBlockK > kMaxKBlocks)
+    return "block scales: at most " + std::to_string(kMaxKBlocks) + " k-blocks (K <= " + std::to_string(kMaxKBlocks * kBlockK) + ")";
   return "";
 }
 

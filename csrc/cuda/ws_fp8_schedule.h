@@ -14,6 +14,8 @@
 namespace ckgemm::ws {
 
 constexpr int kBlockM = 128, kBlockK = 128, kThreads = 384, kMaxGroups = 1024, kMaxTileN = 256;
+// Block scales: a consumer warp group holds the tile's B scales for every k-block in shared memory.
+constexpr int kMaxKBlocks = 512;
 
 // Units a group of m rows makes with n_blocks tiles across N.
 template <bool McastB>

@@ -43,8 +43,8 @@ struct Params {
   int64_t ldc;
   const void* sizes;
   int sizes_int64, groups, rows, n, k, vector_store;  // vector_store: 0 scalar, 1 pairs, 2 16-byte pieces
-  const float* sa;  // Row: sa[row * sa_stride]; Block: sa[row * sa_stride + kb]
-  int64_t sa_stride;
+  const float* sa;  // Row: sa[row * sa_stride]; Block: sa[row * sa_stride + kb * sa_kb_stride]
+  int64_t sa_stride, sa_kb_stride;
   const float* sb;  // Row: sb[g * sb_stride + col]; Block: sb[g * sb_stride + nb * kblocks + kb]
   int64_t sb_stride;
   int* sizes_ok;    // null: bad sizes trap; else 1 / 0 (and nothing computed on 0)
@@ -54,8 +54,12 @@ template <int BN, bool McastB>
 struct alignas(1024) Smem {
   uint8_t a[Config<BN, McastB>::kStages][Config<BN, McastB>::kBytesA];
   uint8_t b[Config<BN, McastB>::kStages][Config<BN, McastB>::kBytesB];
-  float sa[Config<BN, McastB>::kStages][kBlockM];  // block scales of the stage: A rows, the tile's two B blocks
+  // Block scales. A's of the stage: 128 rows (scale modes 0, 1) or 132 from the tile's first row rounded down to
+  // 4 (mode 2's bulk copy); the tile's two B blocks of the stage (mode 0); and, per consumer warp group, the
+  // tile's two B blocks for every k-block (mode 2).
+  float sa[Config<BN, McastB>::kStages][kBlockM + 4];
   float sb[Config<BN, McastB>::kStages][2];
+  float sbt[2][2][kMaxKBlocks];
   uint64_t full[Config<BN, McastB>::kStages], empty[Config<BN, McastB>::kStages];
   int row_start[kMaxGroups + 1], unit_start[kMaxGroups + 1];
   int bad;
