@@ -33,8 +33,8 @@ namespace ckgemm::ws {
 // consumers read them from global two k-blocks ahead; 2 (the default), DeepGEMM's feed: the TMA thread
 // bulk-copies the stage's A scales from an MN-major copy (ws_fp8_scales.cuh, made by the launch) beside the
 // operands, each consumer warp group copies the tile's B scales for every k-block into shared memory once per
-// tile, and the k-loop reads B's before the full-barrier wait and A's before wgmma.fence (4-9% over mode 0 on
-// the prefill cases, docs/PERF_2026-12-04.md). (TMA boxes of four k-blocks' scales with the stage's operands
+// tile, and the k-loop reads B's before the full-barrier wait and A's before wgmma.fence (0-9% over mode 0 on
+// the prefill cases on two H200s, docs/PERF_2026-12-04.md). (TMA boxes of four k-blocks' scales with the stage's operands
 // tripled the DRAM reads of B and were removed: docs/PERF_2026-12-02.md, ninth session, run 8.)
 #ifndef CKGEMM_WS_SCALES
 #define CKGEMM_WS_SCALES 2
@@ -173,8 +173,8 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
                                         std::make_index_sequence<kTmp>{});
             cute::warpgroup_commit_batch();
             if (h == 0) {
-              // The scales are read under the wgmmas: wgmma.fence (warpgroup_arrive) waits for every register write
-              // in flight, so a load issued before it would stall the MMAs' issue for its whole latency.
+              // Modes 0 and 1 read the scales under the wgmmas (a load issued before wgmma.fence, which waits for
+              // every register write in flight, would stall the MMAs' issue for its latency); mode 2 read them above.
               if constexpr (kScaleWarp) {
                 a_lo = s.sa[stage][r_lo]; a_hi = s.sa[stage][r_lo + 8]; b0 = s.sb[stage][0]; b1 = s.sb[stage][1];
               }
