@@ -30,14 +30,16 @@
 namespace ckgemm::ws {
 
 // How block scales reach the consumers: 0, a producer warp copies the stage's scales with cp.async; 1, the
-// consumers read them from global two k-blocks ahead; 2 (the default), DeepGEMM's feed: the TMA thread
-// bulk-copies the stage's A scales from an MN-major copy (ws_fp8_scales.cuh, made by the launch) beside the
-// operands, each consumer warp group copies the tile's B scales for every k-block into shared memory once per
-// tile, and the k-loop reads B's before the full-barrier wait and A's before wgmma.fence (0-9% over mode 0 on
-// the prefill cases on two H200s, docs/PERF_2026-12-04.md). (TMA boxes of four k-blocks' scales with the stage's operands
-// tripled the DRAM reads of B and were removed: docs/PERF_2026-12-02.md, ninth session, run 8.)
+// consumers read them from global two k-blocks ahead; 2, DeepGEMM's feed: the TMA thread bulk-copies the
+// stage's A scales from an MN-major copy (ws_fp8_scales.cuh, made by the launch) beside the operands, each
+// consumer warp group copies the tile's B scales for every k-block into shared memory once per tile, and the
+// k-loop reads B's before the full-barrier wait and A's before wgmma.fence. Mode 2 was 0-9% faster than mode 0
+// in graph replay on the prefill cases, but its per-call copy (a stream-ordered allocation and a transpose
+// launch) made end-to-end calls 30-130 us slower (docs/PERF_2026-12-04.md), so mode 0 stays the default until
+// that copy comes from the op's workspace. (TMA boxes of four k-blocks' scales with the stage's operands tripled
+// the DRAM reads of B and were removed: docs/PERF_2026-12-02.md, ninth session, run 8.)
 #ifndef CKGEMM_WS_SCALES
-#define CKGEMM_WS_SCALES 2
+#define CKGEMM_WS_SCALES 0
 #endif
 
 template <int BN, bool McastB, Recipe R, class Out>

@@ -8,17 +8,19 @@
 
 #include <cstdint>
 
+#include "ws_fp8_schedule.h"
+
 namespace ckgemm::ws {
 
 // Rows of the MN-major copy: each k-block's run starts 16-byte aligned.
 inline int64_t mn_major_ld(int64_t rows) { return (rows + 3) / 4 * 4; }
-// Its floats: the runs, and room past the last for a bulk copy of 132 rows from any tile's first row rounded
-// down to 4 (rows past a run's end are read, never used).
-inline int64_t mn_major_floats(int64_t rows, int64_t k_blocks) { return mn_major_ld(rows) * k_blocks + 132; }
+// Its floats: the runs, and room past the last for a bulk copy of kBulkScaleRows rows from any tile's first row
+// rounded down to 4 (rows past a run's end are read, never used).
+inline int64_t mn_major_floats(int64_t rows, int64_t k_blocks) { return mn_major_ld(rows) * k_blocks + kBulkScaleRows; }
 
-// out[kb * ld_out + row] = in[row * ld_in + kb], through a 32 x 33 shared tile (both sides coalesced). A template
-// so that every translation unit that launches the kernel may define it.
-template <int kTile = 32>
+// out[kb * ld_out + row] = in[row * ld_in + kb], through a kTile x (kTile + 1) shared tile (both sides
+// coalesced). A template so that every translation unit that launches the kernel may define it.
+template <int kTile>
 __global__ void __launch_bounds__(256) scales_to_mn_major(const float* __restrict__ in, int64_t ld_in,
                                                           float* __restrict__ out, int64_t ld_out, int rows,
                                                           int k_blocks) {
@@ -38,8 +40,9 @@ __global__ void __launch_bounds__(256) scales_to_mn_major(const float* __restric
 inline cudaError_t launch_scales_to_mn_major(const float* in, int64_t ld_in, float* out, int64_t ld_out,
                                              int64_t rows, int64_t k_blocks, cudaStream_t stream) {
   if (rows == 0 || k_blocks == 0) return cudaSuccess;
-  const dim3 grid(static_cast<unsigned>((k_blocks + 31) / 32), static_cast<unsigned>((rows + 31) / 32));
-  scales_to_mn_major<32><<<grid, 256, 0, stream>>>(in, ld_in, out, ld_out, static_cast<int>(rows),
+  constexpr int kTile = 32;
+  const dim3 grid(static_cast<unsigned>((k_blocks + kTile - 1) / kTile), static_cast<unsigned>((rows + kTile - 1) / kTile));
+  scales_to_mn_major<kTile><<<grid, 256, 0, stream>>>(in, ld_in, out, ld_out, static_cast<int>(rows),
                                                    static_cast<int>(k_blocks));
   return cudaGetLastError();
 }

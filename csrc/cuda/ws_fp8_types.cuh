@@ -57,7 +57,7 @@ struct alignas(1024) Smem {
   // Block scales. A's of the stage: 128 rows (scale modes 0, 1) or 132 from the tile's first row rounded down to
   // 4 (mode 2's bulk copy); the tile's two B blocks of the stage (mode 0); and, per consumer warp group, the
   // tile's two B blocks for every k-block (mode 2).
-  float sa[Config<BN, McastB>::kStages][kBlockM + 4];
+  float sa[Config<BN, McastB>::kStages][kBulkScaleRows];
   float sb[Config<BN, McastB>::kStages][2];
   float sbt[2][2][kMaxKBlocks];
   uint64_t full[Config<BN, McastB>::kStages], empty[Config<BN, McastB>::kStages];
