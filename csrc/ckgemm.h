@@ -157,9 +157,10 @@ int preferred_instances(const Kind& kind, int64_t m_hint, int64_t n, int64_t k, 
 // flavour a gfx942 does not decode). Cached per device.
 std::string device_rejects(DType dtype);
 
-// Scratch for a launch of `groups` groups on instance `id`.
+// Scratch for a launch of `groups` groups on instance `id`, and for a packed call on it (which may depend on
+// more than the group count: the own fp8 kernel's copy of A's block scales takes rows x k-blocks floats).
 size_t list_buffer_bytes(int id, int groups, int sm_count);
-size_t packed_buffer_bytes(int id, int groups, int sm_count);
+size_t packed_buffer_bytes(int id, const PackedArgs& args, int sm_count);
 // List form: every group is one the router sent to instance `id` (m, n, k > 0). The descriptors are
 // host memory, read during the call (copied into kernel parameters), so the call can be captured in a
 // CUDA/HIP graph.

@@ -109,7 +109,7 @@ void run_packed_on_device(const at::Tensor& a, const at::Tensor& b, const at::Te
   work.flush_copies();
   RunReport report{0, -1, {0}};
   const Status st = run_packed(route_instance(r.code), p,
-                               work.scratch(packed_buffer_bytes(route_instance(r.code), static_cast<int>(groups), work.sms)),
+                               work.scratch(packed_buffer_bytes(route_instance(r.code), p, work.sms)),
                                work.stream, work.sms, &report);
   TORCH_CHECK(st == Status::Ok, "ckgemm (", backend_name(), "): ", status_string(st), ": ", report.message);
   work.finish_staged();

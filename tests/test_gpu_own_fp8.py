@@ -134,6 +134,49 @@ def test_own_block_kernel_replays_a_graph_with_new_device_sizes():
                            gs, out, lambda new: _check_block(out, a, b, new, 640, f"own block replay {new}"))
 
 
+_FEED_RUN = """
+    import sys, torch, ckgemm
+    sys.path[:0] = [{tests!r}]
+    from test_gpu_own_fp8 import BLOCK_CASES, OWN, _block_call
+    outs = []
+    for case, (sizes, n, k) in enumerate(BLOCK_CASES):
+        _, _, _, out = _block_call(sizes, n, k, f"own-block-{{case}}")
+        assert set(ckgemm.last_dispatch().paths) - {{"skip:empty"}} == {{OWN}}, ckgemm.last_dispatch()
+        outs.append(out.cpu())
+    torch.save(outs, {path!r})
+"""
+
+
+def test_both_block_scale_feeds_give_the_same_bits(tmp_path):
+    """CKGEMM_WS_SCALES=0 (a producer warp copies each stage's scales) and 2 (DeepGEMM's feed, the default: A's
+    scales through an MN-major copy in the op's workspace): the same promotions over the same wgmma sums, so the
+    same bits on every block case (the default feed's are checked against the reference above)."""
+    tests = os.path.dirname(os.path.abspath(__file__))
+    for feed in ("0", "2"):
+        proc = _run(_FEED_RUN.format(tests=tests, path=str(tmp_path / f"{feed}.pt")), {"CKGEMM_WS_SCALES": feed})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    warp, tma = torch.load(tmp_path / "0.pt"), torch.load(tmp_path / "2.pt")
+    for case, (x, y) in enumerate(zip(warp, tma)):
+        assert not x.isnan().any() and torch.equal(x, y), (case, (x.float() - y.float()).abs().max())
+
+
+def test_an_unknown_scale_feed_is_refused():
+    proc = _run("""
+        import torch, ckgemm
+        from ckgemm.testing import quant
+        a, sa = quant.per_token_cast_to_fp8(torch.randn(512, 256, device="cuda"))
+        b, sb = quant.per_block_cast_to_fp8(torch.randn(2, 384, 256, device="cuda"))
+        out = torch.full((512, 384), float("nan"), dtype=torch.bfloat16, device="cuda")
+        try:
+            ckgemm.grouped_gemm_packed(a, b, torch.tensor([256, 256], device="cuda"), out=out, scale_a=sa, scale_b=sb)
+        except RuntimeError as exc:
+            torch.cuda.synchronize()
+            print("REFUSED", out.isnan().all().item(), str(exc).splitlines()[0])
+    """, {"CKGEMM_WS_SCALES": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.startswith("REFUSED True") and "CKGEMM_WS_SCALES must be 0" in proc.stdout, proc.stdout
+
+
 def test_more_groups_than_the_own_kernel_takes_run_on_cutlass():
     sizes = [65] * 1025
     a, b, gs, out = _call(sizes, 192, 128, "own-fp8-1025")

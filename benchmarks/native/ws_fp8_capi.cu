@@ -4,11 +4,32 @@
 //
 //   nvcc -std=c++17 -O3 -shared -Xcompiler -fPIC --expt-relaxed-constexpr -gencode=arch=compute_90a,code=sm_90a \
 //     -Icsrc -I$CUTLASS/include -o /tmp/libws_fp8.so benchmarks/native/ws_fp8_capi.cu
+// -DCKGEMM_WS_SCALES=0 or 2 sets the scale feed of block-scaled calls (ws_fp8_launch.cuh; default 0 here).
 #include <cstdio>
 
 #include "cuda/ws_fp8_launch.cuh"
 
+#ifndef CKGEMM_WS_SCALES
+#define CKGEMM_WS_SCALES 0
+#endif
+
 using namespace ckgemm::ws;
+
+namespace {
+// The feed's workspace: one device buffer, grown when a call needs more (warm-up calls, before any capture).
+void* workspace(size_t bytes, size_t* have) {
+  static void* buffer = nullptr;
+  static size_t size = 0;
+  if (bytes > size) {
+    if (buffer != nullptr) cudaFree(buffer);
+    buffer = nullptr;
+    size = 0;
+    if (cudaMalloc(&buffer, bytes) == cudaSuccess) size = bytes;
+  }
+  *have = size;
+  return buffer;
+}
+}  // namespace
 
 extern "C" int ws_fp8_packed(const void* a, const void* b, void* c, const void* sizes, int sizes_int64, int groups,
                              long long rows, long long n, long long k, long long lda, long long ldb, long long ldc,
@@ -27,7 +48,11 @@ extern "C" int ws_fp8_packed(const void* a, const void* b, void* c, const void* 
 #define WS_CASE(BN_, MB_, R_, OUT_)                                                                      \
   if (bn == BN_ && mcast_b == MB_ && recipe == static_cast<int>(Recipe::R_) &&                          \
       out_f32 == std::is_same_v<OUT_, float>)                                                             \
-    e = launch<BN_, MB_, Recipe::R_, OUT_>(call, sm_count, s, &why);
+    {                                                                                                     \
+      size_t have = 0;                                                                                    \
+      void* w = workspace(workspace_bytes<Recipe::R_>(call, CKGEMM_WS_SCALES), &have);                    \
+      e = launch<BN_, MB_, Recipe::R_, OUT_>(call, CKGEMM_WS_SCALES, w, have, sm_count, s, &why);         \
+    }
 #define WS_BOTH(BN_, R_, OUT_) WS_CASE(BN_, 0, R_, OUT_) WS_CASE(BN_, 1, R_, OUT_)
   WS_BOTH(128, None, float)
   WS_BOTH(192, None, float)

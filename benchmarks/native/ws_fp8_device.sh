@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # On a lent H200 (wheels in .whl/: nvidia-cutlass, sgl-deep-gemm, apache-tvm-ffi): build the C entry of
 # ckgemm's own fp8 kernel in two flavours and run the stages named, logs under $OUT.
-#   libws_0 / 1  block scales by CKGEMM_WS_SCALES 0 (a producer warp's cp.async), 1 (consumers' loads two
-#                k-blocks ahead); WS_LIBS picks (default both)
+#   libws_0 / 2  block scales by CKGEMM_WS_SCALES 0 (a producer warp's cp.async), 2 (DeepGEMM's feed: the TMA
+#                thread's bulk copy of an MN-major copy); WS_LIBS picks (default both)
 # Stages: check (correctness), perf (all cases, peers), perf2 (the same with libws_$WS_MODE; variants
 # $WS_VARIANTS), modes (block timing of every built flavour on the four compute-bound cases), stalls (Nsight
 # Compute stall reasons, clock and pipe counts of unscaled, row, block and DeepGEMM's block kernel on the same
@@ -18,7 +18,7 @@ OUT=${OUT:-$PWD/.out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD:$PWD/benchmarks PYTHONUNBUFFERED=1 DG_JIT_CACHE_DIR=/tmp/dg
 C=/tmp/site/cutlass_library/source/include
-LIBS=${WS_LIBS:-0 1}
+LIBS=${WS_LIBS:-0 2}
 for v in $LIBS; do
   flag=-DCKGEMM_WS_SCALES=$v
   nvcc -std=c++17 -O3 -shared -Xcompiler -fPIC --expt-relaxed-constexpr -gencode=arch=compute_90a,code=sm_90a \

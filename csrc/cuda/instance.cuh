@@ -34,7 +34,8 @@ struct Launch {
 };
 
 struct InstanceFns {
-  size_t (*bytes)(int groups, int sm_count);
+  size_t (*bytes)(int groups, int sm_count);                  // device scratch of a list launch
+  size_t (*packed_bytes)(const PackedArgs& p, int sm_count);  // and of a packed one
   Status (*run)(const Launch& launch);
 };
 
@@ -286,7 +287,9 @@ struct Instance {
     return Status::Ok;
   }
 
-  static InstanceFns fns() { return {&bytes, &run}; }
+  static size_t packed_bytes(const PackedArgs& p, int sm_count) { return bytes(p.groups, sm_count); }
+
+  static InstanceFns fns() { return {&bytes, &packed_bytes, &run}; }
 };
 
 // ---- the instance types of instances.inc ----

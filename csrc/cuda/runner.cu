@@ -40,7 +40,9 @@ size_t list_buffer_bytes(int id, int groups, int sm_count) {
   return id >= 0 && id < instance_count() ? cuda::fns(id).bytes(groups, sm_count) : 0;
 }
 
-size_t packed_buffer_bytes(int id, int groups, int sm_count) { return list_buffer_bytes(id, groups, sm_count); }
+size_t packed_buffer_bytes(int id, const PackedArgs& args, int sm_count) {
+  return id >= 0 && id < instance_count() ? cuda::fns(id).packed_bytes(args, sm_count) : 0;
+}
 
 Status run_list(int id, const GroupDesc* groups, int count, const Buffers& buffers, void* stream, int sm_count,
                 RunReport* report) {

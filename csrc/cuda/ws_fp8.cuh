@@ -29,25 +29,19 @@
 
 namespace ckgemm::ws {
 
-// How block scales reach the consumers: 0, a producer warp copies the stage's scales with cp.async; 1, the
-// consumers read them from global two k-blocks ahead; 2, DeepGEMM's feed: the TMA thread bulk-copies the
-// stage's A scales from an MN-major copy (ws_fp8_scales.cuh, made by the launch) beside the operands, each
-// consumer warp group copies the tile's B scales for every k-block into shared memory once per tile, and the
-// k-loop reads B's before the full-barrier wait and A's before wgmma.fence. Mode 2 was 0-9% faster than mode 0
-// in graph replay on the prefill cases, but its per-call copy (a stream-ordered allocation and a transpose
-// launch) made end-to-end calls 30-130 us slower (docs/PERF_2026-12-04.md), so mode 0 stays the default until
-// that copy comes from the op's workspace. (TMA boxes of four k-blocks' scales with the stage's operands tripled
-// the DRAM reads of B and were removed: docs/PERF_2026-12-02.md, ninth session, run 8.)
-#ifndef CKGEMM_WS_SCALES
-#define CKGEMM_WS_SCALES 0
-#endif
-
-template <int BN, bool McastB, Recipe R, class Out>
+// How block scales reach the consumers (Feed; Block recipe only, launch() picks it at run time: ws_fp8_launch.cuh):
+// kFeedWarp, a producer warp copies the stage's scales with cp.async; kFeedTma, DeepGEMM's feed: the TMA thread
+// bulk-copies the stage's A scales from an MN-major copy (ws_fp8_scales.cuh, made by the launch in the op's
+// workspace) beside the operands, each consumer warp group copies the tile's B scales for every k-block into
+// shared memory once per tile, and the k-loop reads B's before the full-barrier wait and A's before wgmma.fence.
+// (Consumers reading the scales from global two k-blocks ahead, and TMA boxes of four k-blocks' scales with the
+// stage's operands, were measured and removed: docs/PERF_2026-12-02.md.)
+template <int BN, bool McastB, Recipe R, class Out, int Feed>
 __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_constant__ Params p) {
   using Cfg = Config<BN, McastB>;
-  constexpr bool kScaleWarp = R == Recipe::Block && CKGEMM_WS_SCALES == 0;
-  constexpr bool kScalePrefetch = R == Recipe::Block && CKGEMM_WS_SCALES == 1;
-  constexpr bool kScaleTma = R == Recipe::Block && CKGEMM_WS_SCALES == 2;
+  static_assert(Feed == kFeedWarp || Feed == kFeedTma, "scale feed: kFeedWarp or kFeedTma");
+  constexpr bool kScaleWarp = R == Recipe::Block && Feed == kFeedWarp;
+  constexpr bool kScaleTma = R == Recipe::Block && Feed == kFeedTma;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
   constexpr int kStages = Cfg::kStages;
   // Dynamic shared memory starts 1024-aligned here (no static shared memory), as the 128-byte swizzle needs; a
@@ -138,27 +132,17 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
           s.sbt[wg][i >= k_blocks][i % k_blocks] = __ldg(i < k_blocks ? b0p + i : b1p + (i - k_blocks));
         asm volatile("bar.sync %0, 128;" :: "r"(1 + wg) : "memory");
       }
-      const int sa_off = r_lo + (t.row0 & 3);  // mode 2: this thread's first row in the stage's 132 A scales
+      const int sa_off = r_lo + (t.row0 & 3);  // kFeedTma: this thread's first row in the stage's 132 A scales
       const int split = (t.n0 / 128 + 1) * 128 - t.n0;  // Block: columns [0, split) use the stage's sb[0], the rest sb[1]
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
-      const float *pa_lo = nullptr, *pa_hi = nullptr, *pb0 = nullptr, *pb1 = nullptr;
-      float q0[4] = {1.f, 1.f, 1.f, 1.f}, q1[4] = {1.f, 1.f, 1.f, 1.f};  // scales of k-blocks kb and kb + 1
-      if constexpr (kScalePrefetch) {
-        pa_lo = a_scales(p, t.row0 + r_lo);
-        pa_hi = a_scales(p, t.row0 + r_lo + 8);
-        pb0 = b_block_scales(p, t.g, t.n0 / 128, k_blocks);
-        pb1 = b_block_scales(p, t.g, t.n0 / 128 + 1, k_blocks);
-        q0[0] = __ldg(pa_lo); q0[1] = __ldg(pa_hi); q0[2] = __ldg(pb0); q0[3] = __ldg(pb1);
-        if (k_blocks > 1) { q1[0] = __ldg(pa_lo + 1); q1[1] = __ldg(pa_hi + 1); q1[2] = __ldg(pb0 + 1); q1[3] = __ldg(pb1 + 1); }
-      }
       // The k-loop, instantiated per position of the B scale block boundary in the tile (a compile-time kSplit,
       // as DeepGEMM dispatches it) rather than branching on it in every k-block's promotion.
       auto k_loop = [&](auto split_c) {
         [[maybe_unused]] constexpr int kSplit = decltype(split_c)::value;
 #pragma unroll (kScaleTma ? 8 : 1)
         for (int kb = 0; kb < k_blocks; ++kb) {
-          [[maybe_unused]] float a_lo = q0[0], a_hi = q0[1], b0 = q0[2], b1 = q0[3];
+          [[maybe_unused]] float a_lo = 1.f, a_hi = 1.f, b0 = 1.f, b1 = 1.f;
           if constexpr (kScaleTma) { b0 = s.sbt[wg][0][kb]; b1 = s.sbt[wg][1][kb]; }  // before the wait, as DeepGEMM
           Barrier::wait(&s.full[stage], phase);
           if constexpr (kScaleTma) { a_lo = s.sa[stage][sa_off]; a_hi = s.sa[stage][sa_off + 8]; }  // before the fence
@@ -175,17 +159,11 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
                                         std::make_index_sequence<kTmp>{});
             cute::warpgroup_commit_batch();
             if (h == 0) {
-              // Modes 0 and 1 read the scales under the wgmmas (a load issued before wgmma.fence, which waits for
-              // every register write in flight, would stall the MMAs' issue for its latency); mode 2 read them above.
+              // kFeedWarp reads the scales under the wgmmas (a load issued before wgmma.fence, which waits for every
+              // register write in flight, would stall the MMAs' issue for its latency); kFeedTma read them above.
               if constexpr (kScaleWarp) {
                 a_lo = s.sa[stage][r_lo]; a_hi = s.sa[stage][r_lo + 8]; b0 = s.sb[stage][0]; b1 = s.sb[stage][1];
               }
-              float q2[4] = {1.f, 1.f, 1.f, 1.f};
-              if constexpr (kScalePrefetch) {
-                if (kb + 2 < k_blocks) { q2[0] = __ldg(pa_lo + kb + 2); q2[1] = __ldg(pa_hi + kb + 2); q2[2] = __ldg(pb0 + kb + 2); q2[3] = __ldg(pb1 + kb + 2); }
-              }
-#pragma unroll
-              for (int i = 0; i < 4; ++i) { q0[i] = q1[i]; q1[i] = q2[i]; }
             }
             cute::warpgroup_wait<0>();
 #pragma unroll

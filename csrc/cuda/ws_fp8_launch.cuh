@@ -1,10 +1,11 @@
-// Host half of ckgemm's own fp8 grouped kernel (ws_fp8.cuh): the TMA tensor maps of A and B, and the
-// launch of a packed call of the ckgemm ABI (PackedArgs; one kernel: its CTAs read the group sizes
-// themselves). What it takes is ws_fp8_rules.h's rule.
+// Host half of ckgemm's own fp8 grouped kernel (ws_fp8.cuh): the TMA tensor maps of A and B, the scale feed
+// of a block-scaled call and its workspace, and the launch of a packed call of the ckgemm ABI (PackedArgs; one
+// kernel: its CTAs read the group sizes themselves). What it takes is ws_fp8_rules.h's rule.
 #pragma once
 
 #include <cuda.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "ws_fp8.cuh"
@@ -39,8 +40,36 @@ inline bool encode(CUtensorMap* map, const void* base, int rank, const cuuint64_
             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+// The scale feed of block-scaled calls: CKGEMM_WS_SCALES=0 (a producer warp's cp.async) or 2 (DeepGEMM's feed;
+// the default), read once; any other value is refused at the first block-scaled call (-1 here).
+inline int block_feed() {
+  static const int feed = [] {
+    const char* e = std::getenv("CKGEMM_WS_SCALES");
+    if (e == nullptr || e[0] == 0) return kFeedTma;
+    const std::string v(e);
+    return v == "0" ? kFeedWarp : v == "2" ? kFeedTma : -1;
+  }();
+  return feed;
+}
+
+// Device workspace a call needs: kFeedTma's MN-major copy of A's block scales (ws_fp8_scales.cuh), else none.
+template <Recipe R>
+size_t workspace_bytes(const PackedArgs& c, int feed) {
+  if (R != Recipe::Block || feed != kFeedTma) return 0;
+  return static_cast<size_t>(mn_major_floats(c.rows, (c.k + kBlockK - 1) / kBlockK)) * sizeof(float);
+}
+
 template <int BN, bool McastB, Recipe R, class Out>
-cudaError_t launch(const PackedArgs& c, int sm_count, cudaStream_t stream, std::string* why) {
+cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t workspace_size, int sm_count,
+                   cudaStream_t stream, std::string* why) {
+  if (R == Recipe::Block && feed != kFeedWarp && feed != kFeedTma) {
+    *why = "CKGEMM_WS_SCALES must be 0 (a producer warp copies the block scales) or 2 (DeepGEMM's feed)";
+    return cudaErrorInvalidValue;
+  }
+  if (workspace_size < workspace_bytes<R>(c, feed)) {
+    *why = "workspace too small for the block scales' MN-major copy";
+    return cudaErrorInvalidValue;
+  }
   Params p{};
   const cuuint64_t dims_a[2] = {static_cast<cuuint64_t>(c.k), static_cast<cuuint64_t>(c.rows)};
   const cuuint64_t strides_a[1] = {static_cast<cuuint64_t>(c.lda)};
@@ -71,9 +100,18 @@ cudaError_t launch(const PackedArgs& c, int sm_count, cudaStream_t stream, std::
   p.sb = c.sb;
   p.sb_stride = c.sb_group_stride;
   p.sizes_ok = c.sizes_ok;
-  auto kernel = grouped_fp8_kernel<BN, McastB, R, Out>;
+  constexpr bool kBlock = R == Recipe::Block;
+  const bool tma_feed = kBlock && feed == kFeedTma;
+  auto kernel = tma_feed ? grouped_fp8_kernel<BN, McastB, R, Out, kBlock ? kFeedTma : kFeedWarp>
+                         : grouped_fp8_kernel<BN, McastB, R, Out, kFeedWarp>;
   constexpr int smem = static_cast<int>(sizeof(Smem<BN, McastB>));
-  static const cudaError_t raised = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  static const cudaError_t raised_warp =
+      cudaFuncSetAttribute(grouped_fp8_kernel<BN, McastB, R, Out, kFeedWarp>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  static const cudaError_t raised_tma =
+      kBlock ? cudaFuncSetAttribute(grouped_fp8_kernel<BN, McastB, R, Out, kBlock ? kFeedTma : kFeedWarp>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, smem)
+             : cudaSuccess;
+  const cudaError_t raised = tma_feed ? raised_tma : raised_warp;
   if (raised != cudaSuccess) {
     *why = std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(raised);
     return raised;
@@ -96,17 +134,14 @@ cudaError_t launch(const PackedArgs& c, int sm_count, cudaStream_t stream, std::
   config.stream = stream;
   config.attrs = attr;
   config.numAttrs = 1;
-  // Scale mode 2 reads A's block scales MN-major: a copy in a stream-ordered allocation (graph-capturable),
-  // freed after the launch.
-  float* sa_mn = nullptr;
-  if constexpr (R == Recipe::Block && CKGEMM_WS_SCALES == 2) {
+  // DeepGEMM's feed reads A's block scales MN-major: a copy into the workspace (from the op's caching allocator:
+  // no allocation here, graph-capturable).
+  if (tma_feed) {
     const int64_t k_blocks = (c.k + kBlockK - 1) / kBlockK, ld = mn_major_ld(c.rows);
-    cudaError_t e = cudaMallocAsync(reinterpret_cast<void**>(&sa_mn), mn_major_floats(c.rows, k_blocks) * sizeof(float),
-                                    stream);
-    if (e == cudaSuccess) e = launch_scales_to_mn_major(c.sa, c.sa_row_stride, sa_mn, ld, c.rows, k_blocks, stream);
+    float* sa_mn = static_cast<float*>(workspace);
+    const cudaError_t e = launch_scales_to_mn_major(c.sa, c.sa_row_stride, sa_mn, ld, c.rows, k_blocks, stream);
     if (e != cudaSuccess) {
       *why = std::string("block scales to MN-major: ") + cudaGetErrorString(e);
-      if (sa_mn != nullptr) cudaFreeAsync(sa_mn, stream);
       return e;
     }
     p.sa = sa_mn;
@@ -115,7 +150,6 @@ cudaError_t launch(const PackedArgs& c, int sm_count, cudaStream_t stream, std::
   }
   const cudaError_t e = cudaLaunchKernelEx(&config, kernel, p);
   if (e != cudaSuccess) *why = std::string("launch: ") + cudaGetErrorString(e);
-  if (sa_mn != nullptr) cudaFreeAsync(sa_mn, stream);
   return e;
 }
 

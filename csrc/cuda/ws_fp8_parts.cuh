@@ -44,7 +44,7 @@ __device__ __forceinline__ void tma_load(const CUtensorMap* map, uint64_t* bar, 
 }
 
 // A bulk copy (no tensor map) of `bytes` (a multiple of 16; both addresses 16-byte aligned) into this CTA, counted
-// by its barrier: scale mode 2's A scales of one stage, 128 rows and the up to 3 before the tile's first.
+// by its barrier: kFeedTma's A scales of one stage, 128 rows and the up to 3 before the tile's first.
 constexpr int kBulkScaleBytes = kBulkScaleRows * 4;
 __device__ __forceinline__ void bulk_load(void* dst, const void* src, int bytes, uint64_t* bar) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"

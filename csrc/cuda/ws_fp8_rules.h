@@ -3,8 +3,8 @@
 // (benchmarks/native/ws_fp8_capi.cu). Packed RC calls only: e4m3 A [rows, k] and B [groups, n, k] through
 // TMA (16-byte aligned bases, leading dimensions and B's group stride when there is more than one group;
 // k % 16 == 0), at most kMaxGroups groups, sizes that stay 32-bit when rounded up to tiles, and with block
-// scales at most kMaxKBlocks k-blocks (K <= 65536: scale mode 2 holds a tile's B scales in shared memory; the
-// rule holds in every build so that routing never depends on the scale mode); C of any leading dimension,
+// scales at most kMaxKBlocks k-blocks (K <= 65536: DeepGEMM's feed, kFeedTma, holds a tile's B scales in shared
+// memory; the rule holds for either feed, so routing never depends on CKGEMM_WS_SCALES); C of any leading dimension,
 // aligned to its element.
 #pragma once
 

@@ -14,8 +14,9 @@
 namespace ckgemm::ws {
 
 constexpr int kBlockM = 128, kBlockK = 128, kThreads = 384, kMaxGroups = 1024, kMaxTileN = 256;
-// Block scales in scale mode 2 (ws_fp8.cuh): a consumer warp group holds the tile's B scales for every k-block in
-// shared memory, and the TMA thread copies a stage's A scales for the tile's rows from its first rounded down to 4.
+// Block scales fed as DeepGEMM does (kFeedTma, ws_fp8.cuh): a consumer warp group holds the tile's B scales for
+// every k-block in shared memory, and the TMA thread copies a stage's A scales for the tile's rows from its first
+// rounded down to 4.
 constexpr int kMaxKBlocks = 512, kBulkScaleRows = kBlockM + 4;
 
 // Units a group of m rows makes with n_blocks tiles across N.

@@ -19,6 +19,11 @@ namespace ckgemm::ws {
 
 enum class Recipe : int { None = 0, Row = 1, Block = 2 };
 
+// How a block-scaled call's scales reach the consumers (ws_fp8.cuh): a producer warp's cp.async per stage, or
+// DeepGEMM's feed (the TMA thread's bulk copy of an MN-major copy of A's, B's per tile in shared memory). The
+// values are CKGEMM_WS_SCALES's (ws_fp8_launch.cuh).
+constexpr int kFeedWarp = 0, kFeedTma = 2;
+
 // BN: tile columns. Clusters of two CTAs share one operand's tile through TMA multicast (each CTA loads
 // half of it into both): McastB pairs two M-blocks of one group and N-block (B shared), else two N-blocks of
 // one M-block (A shared). A pair's second tile past the group's M-blocks (or past N) is computed on rows or
@@ -54,9 +59,9 @@ template <int BN, bool McastB>
 struct alignas(1024) Smem {
   uint8_t a[Config<BN, McastB>::kStages][Config<BN, McastB>::kBytesA];
   uint8_t b[Config<BN, McastB>::kStages][Config<BN, McastB>::kBytesB];
-  // Block scales. A's of the stage: 128 rows (scale modes 0, 1) or 132 from the tile's first row rounded down to
-  // 4 (mode 2's bulk copy); the tile's two B blocks of the stage (mode 0); and, per consumer warp group, the
-  // tile's two B blocks for every k-block (mode 2).
+  // Block scales. A's of the stage: 128 rows (kFeedWarp) or 132 from the tile's first row rounded down to 4
+  // (kFeedTma's bulk copy); the tile's two B blocks of the stage (kFeedWarp); and, per consumer warp group, the
+  // tile's two B blocks for every k-block (kFeedTma).
   float sa[Config<BN, McastB>::kStages][kBulkScaleRows];
   float sb[Config<BN, McastB>::kStages][2];
   float sbt[2][2][kMaxKBlocks];

@@ -5,7 +5,8 @@
 //
 // Two launches, as the CUTLASS instances make: the shared builder checks the device-resident group sizes
 // first (a bad size prints a "group_sizes" message and traps the stream, or sets sizes_ok), then the kernel,
-// which reads the sizes itself (no argument arrays, no scratch). The kernel cannot print (a call in it makes
+// which reads the sizes itself (no argument arrays; block-scaled calls fed as DeepGEMM feeds them add a
+// transpose of A's scales into the workspace, ws_fp8_launch.cuh). The kernel cannot print (a call in it makes
 // ptxas serialise the wgmmas, C7510): without the check, a bad size would trap it with no message.
 #pragma once
 
@@ -29,7 +30,8 @@ struct WsInstance {
                                  typename Spec::Out>;
   static_assert(std::is_same_v<Out, float> || std::is_same_v<Out, __nv_bfloat16>, "fp32 or bf16 output");
 
-  static size_t bytes(int, int) { return 0; }
+  static size_t bytes(int, int) { return 0; }  // list calls are refused (rules.cpp)
+  static size_t packed_bytes(const PackedArgs& p, int) { return ws::workspace_bytes<kRecipe>(p, ws::block_feed()); }
 
   static Status run(const Launch& l) {
     const PackedArgs& p = *l.packed;  // the runner sends only what rules.cpp accepts: packed calls
@@ -42,7 +44,8 @@ struct WsInstance {
       }
     }
     std::string why;
-    const cudaError_t e = ws::launch<Spec::kTileN, Spec::kClusterM == 2, kRecipe, Out>(p, l.sm_count, l.stream, &why);
+    const cudaError_t e = ws::launch<Spec::kTileN, Spec::kClusterM == 2, kRecipe, Out>(
+        p, ws::block_feed(), l.buffers->device, l.buffers->device_bytes, l.sm_count, l.stream, &why);
     if (e != cudaSuccess) {
       report_message(l.report, -1, why);
       return Status::BackendError;
@@ -50,7 +53,7 @@ struct WsInstance {
     return Status::Ok;
   }
 
-  static InstanceFns fns() { return {&bytes, &run}; }
+  static InstanceFns fns() { return {&bytes, &packed_bytes, &run}; }
 };
 
 }  // namespace ckgemm::cuda

@@ -84,6 +84,6 @@ int preferred_instances(const Kind& kind, int64_t m_hint, int64_t, int64_t, int6
 // One GroupArgs record per group in device scratch, for both forms (the list form's descriptors
 // travel as kernel parameters: no host staging).
 size_t list_buffer_bytes(int id, int groups, int) { return ck::group_args_bytes(id, groups); }
-size_t packed_buffer_bytes(int id, int groups, int) { return ck::group_args_bytes(id, groups); }
+size_t packed_buffer_bytes(int id, const PackedArgs& args, int) { return ck::group_args_bytes(id, args.groups); }
 
 }  // namespace ckgemm

@@ -101,7 +101,9 @@ void test_abi_acceptance() {
   PackedArgs p{};
   CHECK_HAS(instance_rejects_packed(1000, p), "no CK instance with id 1000");
   CHECK_EQ(list_buffer_bytes(large, 10, 304), 10 * sizeof(GroupArgs));
-  CHECK_EQ(packed_buffer_bytes(large, 7, 0), 7 * sizeof(GroupArgs));
+  PackedArgs seven{};
+  seven.groups = 7;
+  CHECK_EQ(packed_buffer_bytes(large, seven, 0), 7 * sizeof(GroupArgs));
   CHECK_EQ(list_buffer_bytes(large, 0, 304), size_t(0));
   CHECK_EQ(list_buffer_bytes(-1, 10, 304), size_t(0));
 }
