@@ -1,6 +1,7 @@
 """ckgemm's own fp8 kernel (csrc/cuda/ws_fp8.cuh) behind the op: packed unscaled fp8 calls (fp32 out) and
 block-scaled ones (bf16 out) with device sizes whose groups average more than 64 rows route to it, where its
-192-wide tile pads N by at most 5% (csrc/cuda/rules.cpp). Checked against the harness reference with
+192-wide tile pads N by at most 5% (csrc/cuda/rules.cpp; block-scaled calls take its 256-wide tile first where
+pairs of that pad N by at most 5%). Checked against the harness reference with
 NaN-poisoned outputs, against CUTLASS's 128x192 tile bit for bit (unscaled), under graph replay with new
 device sizes, and for its refusals (bad device sizes, more than 1024 groups, another promotion interval).
 CUTLASS only."""
@@ -21,6 +22,7 @@ from support import generator, poison, rand_tensor
 pytestmark = MARKS + [pytest.mark.skipif(NATIVE != "cutlass", reason="ckgemm's own fp8 kernel is CUDA (sm_90a)")]
 
 OWN = "cutlass:ws_128x192x128_c1x2"
+WIDE = "cutlass:ws_128x256x128_c1x2"  # block scales only: where pairs of 256-wide tiles pad N by at most 5%
 FP8 = torch.float8_e4m3fn
 
 
@@ -72,7 +74,7 @@ def test_own_kernel_replays_a_graph_with_new_device_sizes():
                            lambda new: check_packed(out, a, b, new, FP8, 512, f"own fp8 replay {new}"))
 
 
-def _replay_with_new_sizes(call, gs, out, judge):
+def _replay_with_new_sizes(call, gs, out, judge, path=OWN):
     """Capture ``call`` (after a warm-up on the capture stream), then replay it with new device sizes, each
     result judged from a NaN-poisoned output."""
     stream = torch.cuda.Stream()
@@ -81,7 +83,7 @@ def _replay_with_new_sizes(call, gs, out, judge):
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, stream=stream):
             call()
-    assert _paths() == {OWN}, ckgemm.last_dispatch()
+    assert _paths() == {path}, ckgemm.last_dispatch()
     for new in ([0, 1024, 0, 0], [1, 1, 1, 1021], [256, 256, 256, 256]):
         gs.copy_(torch.tensor(new, dtype=gs.dtype))
         out.fill_(float("nan"))
@@ -113,35 +115,37 @@ def _check_block(out, a, b, sizes, k, name):
 
 
 # a partial last 128-deep block (K 320, 2880), N not a multiple of 192 or 128 (3851: the last tile pair past
-# N), tiles whose 192 columns straddle a 128-column scale block, empty groups, tile edges
-BLOCK_CASES = [([0, 1, 127, 128, 129, 300, 0, 1000], 384, 320), ([700, 0, 513, 66], 3851, 2880),
-               ([256, 256], 1536, 7168)]
+# N), tiles whose 192 columns straddle a 128-column scale block, empty groups, tile edges; the 256-wide tile
+# (N 1536, 1024) with its own partial row tiles and a partial k-block
+BLOCK_CASES = [([0, 1, 127, 128, 129, 300, 0, 1000], 384, 320, OWN), ([700, 0, 513, 66], 3851, 2880, OWN),
+               ([256, 256], 1536, 7168, WIDE), ([0, 1, 300, 129, 1000, 0], 1024, 2880, WIDE)]
 
 
 @pytest.mark.parametrize("case", range(len(BLOCK_CASES)))
 def test_own_kernel_takes_block_scales(case):
-    sizes, n, k = BLOCK_CASES[case]
+    sizes, n, k, path = BLOCK_CASES[case]
     a, b, _, out = _block_call(sizes, n, k, f"own-block-{case}")
-    assert _paths() == {OWN}, ckgemm.last_dispatch()
+    assert _paths() == {path}, ckgemm.last_dispatch()
     assert ckgemm.last_dispatch().recipe == "block"
     _check_block(out, a, b, sizes, k, f"own block {case}")
 
 
-def test_own_block_kernel_replays_a_graph_with_new_device_sizes():
+@pytest.mark.parametrize("n,path", [(384, OWN), (1024, WIDE)], ids=["192", "256"])
+def test_own_block_kernel_replays_a_graph_with_new_device_sizes(n, path):
     sizes = [300, 0, 212, 512]
-    a, b, gs, out = _block_call(sizes, 384, 640, "own-block-graph")
+    a, b, gs, out = _block_call(sizes, n, 640, f"own-block-graph-{n}")
     _replay_with_new_sizes(lambda: ckgemm.grouped_gemm_packed(a[0], b[0], gs, out=out, scale_a=a[1], scale_b=b[1]),
-                           gs, out, lambda new: _check_block(out, a, b, new, 640, f"own block replay {new}"))
+                           gs, out, lambda new: _check_block(out, a, b, new, 640, f"own block replay {new}"), path)
 
 
 _FEED_RUN = """
     import sys, torch, ckgemm
     sys.path[:0] = [{tests!r}]
-    from test_gpu_own_fp8 import BLOCK_CASES, OWN, _block_call
+    from test_gpu_own_fp8 import BLOCK_CASES, _block_call
     outs = []
-    for case, (sizes, n, k) in enumerate(BLOCK_CASES):
+    for case, (sizes, n, k, path) in enumerate(BLOCK_CASES):
         _, _, _, out = _block_call(sizes, n, k, f"own-block-{{case}}")
-        assert set(ckgemm.last_dispatch().paths) - {{"skip:empty"}} == {{OWN}}, ckgemm.last_dispatch()
+        assert set(ckgemm.last_dispatch().paths) - {{"skip:empty"}} == {{path}}, ckgemm.last_dispatch()
         outs.append(out.cpu())
     torch.save(outs, {path!r})
 """
@@ -150,7 +154,7 @@ _FEED_RUN = """
 def test_both_block_scale_feeds_give_the_same_bits(tmp_path):
     """CKGEMM_WS_SCALES=0 (a producer warp copies each stage's scales) and 2 (DeepGEMM's feed, the default: A's
     scales through an MN-major copy in the op's workspace): the same promotions over the same wgmma sums, so the
-    same bits on every block case (the default feed's are checked against the reference above)."""
+    same bits on every block case, both tiles (the default feed's are checked against the reference above)."""
     tests = os.path.dirname(os.path.abspath(__file__))
     for feed in ("0", "2"):
         proc = _run(_FEED_RUN.format(tests=tests, path=str(tmp_path / f"{feed}.pt")), {"CKGEMM_WS_SCALES": feed})

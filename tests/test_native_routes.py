@@ -109,7 +109,8 @@ def test_packed_unscaled_fp8_takes_ckgemm_own_kernel_where_its_rule_allows(probe
     takes ckgemm's own kernel (ws_fp8.cuh) first, and so do block-scaled ones to bf16; its rule
     (ws_fp8_rules.h) sends everything else on: list groups, more than 1024 groups, K or B's group stride off
     TMA's 16 bytes, block scales past 512 k-blocks, the row recipe (no own instance), decode-sized groups (the
-    SwapAB and ping-pong tiles rank first)."""
+    SwapAB and ping-pong tiles rank first). Block-scaled calls take its 256-wide tile where pairs of it pad N by
+    at most 5%, else its 192-wide one."""
     fp8, f32, bf16_out = torch.float8_e4m3fn, 2, 1
     own = "ws_128x192x128_c1x2"
     assert _route_packed(probe, fp8, f32, 0, 32, 32768, 4096, 7168) == (own, 0, "")
@@ -135,9 +136,14 @@ def test_packed_unscaled_fp8_takes_ckgemm_own_kernel_where_its_rule_allows(probe
         own, routes.FLAG_REPACK_B | routes.FLAG_TRANSPOSE_B)
     assert _route_packed(probe, fp8, f32, 0, 32, 512, 4096, 7168)[0].startswith("coop_swapab_"), "16 rows a group"
     assert _route_packed(probe, fp8, bf16_out, 1, 32, 32768, 4096, 7168)[0] == "coop_128x192x128_c1x2"
-    assert _route_packed(probe, fp8, bf16_out, 2, 32, 32768, 4096, 7168) == (own, 0, ""), "block scales, bf16 out"
+    wide = "ws_128x256x128_c1x2"  # the own kernel's block-scaled 256-wide tile, first where pairs of it fit N
+    assert _route_packed(probe, fp8, bf16_out, 2, 32, 32768, 4096, 7168) == (wide, 0, ""), "block scales, bf16 out"
+    assert _route_packed(probe, fp8, bf16_out, 2, 128, 32768, 1536, 2048)[0] == wide
+    for n in (3851, 5760, 384):  # pairs of 256-wide tiles pad N by 6.4%, 6.7%, 33%: the 192-wide tile
+        assert _route_packed(probe, fp8, bf16_out, 2, 8, 8192, n, 2048)[0] == own, n
     # a tile's B scales for every k-block sit in shared memory: at most 512 k-blocks (K <= 65536) with block scales
-    assert _route_packed(probe, fp8, bf16_out, 2, 4, 4096, 4096, 65536) == (own, 0, "")
+    assert _route_packed(probe, fp8, bf16_out, 2, 4, 4096, 4096, 65536) == (wide, 0, "")
+    assert _route_packed(probe, fp8, bf16_out, 2, 4, 4096, 384, 65536) == (own, 0, "")
     name, _, why = _route_packed(probe, fp8, bf16_out, 2, 4, 4096, 4096, 65536 + 16)
     assert why == "" and name.startswith("coop_blockwise_"), "513 k-blocks: CUTLASS's blockwise tile"
     assert _route_packed(probe, fp8, f32, 0, 4, 4096, 4096, 65536 + 16)[0] == own, "no block scales: no K limit"
@@ -145,7 +151,7 @@ def test_packed_unscaled_fp8_takes_ckgemm_own_kernel_where_its_rule_allows(probe
         "block scales to fp32: CUTLASS's only instance of that kind"
     assert _route_packed(probe, fp8, bf16_out, 2, 32, 512, 4096, 7168)[0].startswith("coop_blockwise_swapab_")
     assert _route_packed(probe, fp8, bf16_out, 2, 1, 512, 256, 512)[0] == "coop_blockwise_128x128x128_c1x2", \
-        "N 256 pads a 192-wide tile by 50%: CUTLASS's 128-wide blockwise tile"
+        "N 256 pads a 192-wide tile by 50% and a pair of 256-wide ones by 100%: CUTLASS's 128-wide blockwise tile"
     assert _route_packed(probe, torch.int8, 3, 0, 32, 32768, 4096, 7168)[0] == "coop_128x256x128_c1x2"
     code, _, _, why = _route(probe, fp8, f32, "RC", 0, 4096, 4096, 7168)
     assert why == "" and probe.probe_instance_name(routes.instance(code)).decode() == "coop_128x192x128_c1x2", \
@@ -175,14 +181,14 @@ c = so.probe_route_packed(2, 1, 0, 2, 32, ctypes.c_int64(32768), ctypes.c_int64(
                           ctypes.c_int64(0), ctypes.c_int64(4096), ctypes.byref(why))
 print("block", so.probe_instance_name(so.probe_route_instance_of(c)).decode())
 """
-    own = "ws_128x192x128_c1x2"
+    own, wide = "ws_128x192x128_c1x2", "ws_128x256x128_c1x2"
     for setting, want in (("8", "coop_128x192x128_c1x2"), ("16", "coop_128x192x128_c1x2"), ("4", own), ("", own)):
         env = {k: v for k, v in os.environ.items() if k != "CKGEMM_FP8_PROMOTION"}
         if setting:
             env["CKGEMM_FP8_PROMOTION"] = setting
         run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
         assert run.returncode == 0, run.stderr
-        assert run.stdout.split() == [want, "block", own], (setting, run.stdout)  # block promotes every block
+        assert run.stdout.split() == [want, "block", wide], (setting, run.stdout)  # block promotes every block
 
 
 def test_ckgemm_config_puts_the_named_instance_first_where_it_fits(probe, monkeypatch):
