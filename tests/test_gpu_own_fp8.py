@@ -116,9 +116,11 @@ def _check_block(out, a, b, sizes, k, name):
 
 # a partial last 128-deep block (K 320, 2880), N not a multiple of 192 or 128 (3851: the last tile pair past
 # N), tiles whose 192 columns straddle a 128-column scale block, empty groups, tile edges; the 256-wide tile
-# (N 1536, 1024) with its own partial row tiles and a partial k-block
+# (N 1536, 1024) with its own partial row tiles and a partial k-block, and with a partial last column tile and
+# a pair's second tile past N (N 10300: 41 tiles of 256)
 BLOCK_CASES = [([0, 1, 127, 128, 129, 300, 0, 1000], 384, 320, OWN), ([700, 0, 513, 66], 3851, 2880, OWN),
-               ([256, 256], 1536, 7168, WIDE), ([0, 1, 300, 129, 1000, 0], 1024, 2880, WIDE)]
+               ([256, 256], 1536, 7168, WIDE), ([0, 1, 300, 129, 1000, 0], 1024, 2880, WIDE),
+               ([129, 0, 140], 10300, 384, WIDE)]
 
 
 @pytest.mark.parametrize("case", range(len(BLOCK_CASES)))
@@ -154,7 +156,8 @@ _FEED_RUN = """
 def test_both_block_scale_feeds_give_the_same_bits(tmp_path):
     """CKGEMM_WS_SCALES=0 (a producer warp copies each stage's scales) and 2 (DeepGEMM's feed, the default: A's
     scales through an MN-major copy in the op's workspace): the same promotions over the same wgmma sums, so the
-    same bits on every block case, both tiles (the default feed's are checked against the reference above)."""
+    same bits on every block case, both tiles (test_own_kernel_takes_block_scales checks the process's feed
+    against the reference; test_an_unknown_scale_feed_is_refused shows the variable reaches the launch)."""
     tests = os.path.dirname(os.path.abspath(__file__))
     for feed in ("0", "2"):
         proc = _run(_FEED_RUN.format(tests=tests, path=str(tmp_path / f"{feed}.pt")), {"CKGEMM_WS_SCALES": feed})

@@ -139,8 +139,13 @@ def test_packed_unscaled_fp8_takes_ckgemm_own_kernel_where_its_rule_allows(probe
     wide = "ws_128x256x128_c1x2"  # the own kernel's block-scaled 256-wide tile, first where pairs of it fit N
     assert _route_packed(probe, fp8, bf16_out, 2, 32, 32768, 4096, 7168) == (wide, 0, ""), "block scales, bf16 out"
     assert _route_packed(probe, fp8, bf16_out, 2, 128, 32768, 1536, 2048)[0] == wide
+    assert _route_packed(probe, fp8, bf16_out, 2, 3, 269, 10300, 384)[0] == wide, "41 tiles: 4.4% past N in pairs"
     for n in (3851, 5760, 384):  # pairs of 256-wide tiles pad N by 6.4%, 6.7%, 33%: the 192-wide tile
         assert _route_packed(probe, fp8, bf16_out, 2, 8, 8192, n, 2048)[0] == own, n
+        # groups of 48 rows with a C that CUTLASS's small tiles cannot write (offset by one element): the own
+        # kernel writes any C; the padding rule holds there too
+        assert _route_packed(probe, fp8, bf16_out, 2, 8, 384, n, 2048, c_off=2, ldc=n + 1)[0] == own, n
+    assert _route_packed(probe, fp8, bf16_out, 2, 8, 384, 4096, 2048, c_off=2, ldc=4097)[0] == wide
     # a tile's B scales for every k-block sit in shared memory: at most 512 k-blocks (K <= 65536) with block scales
     assert _route_packed(probe, fp8, bf16_out, 2, 4, 4096, 4096, 65536) == (wide, 0, "")
     assert _route_packed(probe, fp8, bf16_out, 2, 4, 4096, 384, 65536) == (own, 0, "")

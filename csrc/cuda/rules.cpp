@@ -106,10 +106,12 @@ constexpr int64_t kWideSwapTiles = 128;
 // (docs/PERF_2026-12-02.md); block-scaled, 0.99-1.11x CUTLASS's blockwise 128x128 (docs/PERF_2026-12-03d.md).
 // Its block-scaled 128x256 tile (table order: before its 128x192) was 0-9% faster than the 128x192 on the
 // prefill cases with DeepGEMM's scale feed (docs/PERF_2026-12-04b.md); its clusters take two adjacent 256-wide
-// tiles, so it ranks first only where N pads pairs of them (512 columns) by at most 5%.
+// tiles, so where N pads pairs of them (512 columns) by more than 5% it ranks after every other tile, for
+// groups of any size.
 bool pads_over_5pct(int64_t n, int64_t width) { return (n + width - 1) / width * width * 20 > n * 21; }
 
 int rank_for(const Spec& s, int64_t m, int64_t n, int64_t groups) {
+  if (s.schedule.packed_only && s.tn == 256 && pads_over_5pct(n, 512)) return 6;
   const bool swap = s.schedule.swap_ab;
   const bool small_tile = s.tm <= 64 && !swap;
   if (m <= 32 && swap) {
@@ -120,7 +122,6 @@ int rank_for(const Spec& s, int64_t m, int64_t n, int64_t groups) {
   if (swap) return 4;
   if (small_tile) return 3;
   if (s.tn == 192 && pads_over_5pct(n, 192)) return 1;
-  if (s.schedule.packed_only && s.tn == 256 && pads_over_5pct(n, 512)) return 1;
   return s.tm == 128 ? 0 : 1;
 }
 

@@ -15,8 +15,11 @@ namespace ckgemm::ws {
 // Rows of the MN-major copy: each k-block's run starts 16-byte aligned.
 inline int64_t mn_major_ld(int64_t rows) { return (rows + 3) / 4 * 4; }
 // Its floats: the runs, and room past the last for a bulk copy of kBulkScaleRows rows from any tile's first row
-// rounded down to 4 (rows past a run's end are read, never used).
-inline int64_t mn_major_floats(int64_t rows, int64_t k_blocks) { return mn_major_ld(rows) * k_blocks + kBulkScaleRows; }
+// rounded down to 4, a B-multicast pair's tile past the last group's rows included (its first row is below
+// rows + kBlockM; rows past a run's end are read, never used).
+inline int64_t mn_major_floats(int64_t rows, int64_t k_blocks) {
+  return mn_major_ld(rows) * k_blocks + kBlockM + kBulkScaleRows;
+}
 
 // out[kb * ld_out + row] = in[row * ld_in + kb], through a kTile x (kTile + 1) shared tile (both sides
 // coalesced); blocks across rows in x (up to 2^31 - 1 of them), across k-blocks in y (at most kMaxKBlocks / kTile
