@@ -59,6 +59,15 @@ size_t workspace_bytes(const PackedArgs& c, int feed) {
   return static_cast<size_t>(mn_major_floats(c.rows, (c.k + kBlockK - 1) / kBlockK)) * sizeof(float);
 }
 
+// The kernel's dynamic shared memory limit, raised once per instantiation.
+template <int BN, bool McastB, Recipe R, class Out, int Feed>
+cudaError_t smem_raised() {
+  static const cudaError_t raised = cudaFuncSetAttribute(grouped_fp8_kernel<BN, McastB, R, Out, Feed>,
+                                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                         static_cast<int>(sizeof(Smem<BN, McastB>)));
+  return raised;
+}
+
 template <int BN, bool McastB, Recipe R, class Out>
 cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t workspace_size, int sm_count,
                    cudaStream_t stream, std::string* why) {
@@ -100,18 +109,13 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
   p.sb = c.sb;
   p.sb_stride = c.sb_group_stride;
   p.sizes_ok = c.sizes_ok;
-  constexpr bool kBlock = R == Recipe::Block;
-  const bool tma_feed = kBlock && feed == kFeedTma;
-  auto kernel = tma_feed ? grouped_fp8_kernel<BN, McastB, R, Out, kBlock ? kFeedTma : kFeedWarp>
+  // Only block-scaled calls have a second feed (the other recipes instantiate kFeedWarp's kernel alone).
+  constexpr int kTmaFeed = R == Recipe::Block ? kFeedTma : kFeedWarp;
+  const bool tma_feed = R == Recipe::Block && feed == kFeedTma;
+  auto kernel = tma_feed ? grouped_fp8_kernel<BN, McastB, R, Out, kTmaFeed>
                          : grouped_fp8_kernel<BN, McastB, R, Out, kFeedWarp>;
-  constexpr int smem = static_cast<int>(sizeof(Smem<BN, McastB>));
-  static const cudaError_t raised_warp =
-      cudaFuncSetAttribute(grouped_fp8_kernel<BN, McastB, R, Out, kFeedWarp>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  static const cudaError_t raised_tma =
-      kBlock ? cudaFuncSetAttribute(grouped_fp8_kernel<BN, McastB, R, Out, kBlock ? kFeedTma : kFeedWarp>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, smem)
-             : cudaSuccess;
-  const cudaError_t raised = tma_feed ? raised_tma : raised_warp;
+  const cudaError_t raised = tma_feed ? smem_raised<BN, McastB, R, Out, kTmaFeed>()
+                                      : smem_raised<BN, McastB, R, Out, kFeedWarp>();
   if (raised != cudaSuccess) {
     *why = std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(raised);
     return raised;
@@ -130,7 +134,7 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(grid);
   config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = smem;
+  config.dynamicSmemBytes = sizeof(Smem<BN, McastB>);
   config.stream = stream;
   config.attrs = attr;
   config.numAttrs = 1;
