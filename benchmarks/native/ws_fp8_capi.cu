@@ -1,6 +1,7 @@
 // A C entry to ckgemm's own fp8 grouped kernel (csrc/cuda/ws_fp8*.cuh) for benchmarks/native/bench_ws_fp8.py,
 // which loads it with ctypes beside torch and the peers: every recipe and variant of the kernel, where the
-// extension's instance table holds only the unscaled 128x192 A-multicast one (csrc/cuda/ws_instance.cuh).
+// extension's instance table holds only the A-multicast unscaled 128x192 and block-scaled 128x192 / 128x256 ones
+// (csrc/cuda/ws_instance.cuh).
 //
 //   nvcc -std=c++17 -O3 -shared -Xcompiler -fPIC --expt-relaxed-constexpr -gencode=arch=compute_90a,code=sm_90a \
 //     -Icsrc -I$CUTLASS/include -o /tmp/libws_fp8.so benchmarks/native/ws_fp8_capi.cu

@@ -1,6 +1,7 @@
 // ckgemm's own fp8 grouped GEMM mainloop for SM90 (packed MoE form, RC: A [rows, K], B [G, N, K]), built
 // from CuTe's wgmma/TMA atoms rather than a CUTLASS collective, so the tile and the promotion are ours. The op
-// routes unscaled and block-scaled packed calls to its 128x192 A-multicast form (ws_instance.cuh, rules.cpp);
+// routes unscaled packed calls to its 128x192 A-multicast form and block-scaled ones to its 128x256 or 128x192
+// A-multicast form (ws_instance.cuh, rules.cpp);
 // every recipe and variant is checked and timed by benchmarks/native/bench_ws_fp8.py (docs/PERF_2026-12-02.md;
 // its row recipe in the op trailed CUTLASS's on short K and many groups, docs/PERF_2026-12-03e.md).
 //

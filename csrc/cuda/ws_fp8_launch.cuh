@@ -75,7 +75,8 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
     *why = "CKGEMM_WS_SCALES must be 0 (a producer warp copies the block scales) or 2 (DeepGEMM's feed)";
     return cudaErrorInvalidValue;
   }
-  if (workspace_size < workspace_bytes<R>(c, feed) || reinterpret_cast<uintptr_t>(workspace) % 16 != 0) {
+  const size_t needed = workspace_bytes<R>(c, feed);
+  if (needed > 0 && (workspace_size < needed || reinterpret_cast<uintptr_t>(workspace) % 16 != 0)) {
     *why = "workspace too small or not 16-byte aligned for the block scales' MN-major copy";
     return cudaErrorInvalidValue;
   }
