@@ -81,16 +81,18 @@ def test_quantized_operands_are_dequantized_exactly():
     assert torch.equal(c4, qa.dequant(torch.float64) @ qw4.dequant(torch.float64))
 
 
+@pytest.mark.parametrize("sizes", [[5, 0, 19], [0, 1]], ids=["prefill", "one-row"])
 @pytest.mark.parametrize("recipe", ["tensor", "row"])
 @pytest.mark.parametrize("layout", ["RC", "RR"])
-def test_int8_scaled_reference_is_exact_then_rounded_once(recipe, layout):
+def test_int8_scaled_reference_is_exact_then_rounded_once(recipe, layout, sizes):
     """int8 codes with tensor/row scales: the integer sums are exact, the scales applied in float64, so the
     float32 reference is the float64 truth rounded once (a float32 sum of dequantized products is not), and a
-    right float32 answer passes ``check(scaled=True)``."""
+    right float32 answer passes ``check(scaled=True)``. One row in all (a decode token): a tensor scale's block
+    is then (1, K), the shape of a row scale's, and the 0-D scale must still read as one per tensor."""
     from ckgemm.testing import check
 
-    gen = generator(f"ref-int8-scaled-{recipe}-{layout}")
-    sizes, n, k = [5, 0, 19], 40, 300
+    gen = generator(f"ref-int8-scaled-{recipe}-{layout}-{len(sizes)}")
+    n, k = 40, 300
     x = torch.randn(sum(sizes), k, generator=gen)
     w = torch.randn(len(sizes), n, k, generator=gen)
     qa, qb = quant.cast_for(x, recipe, "a", torch.int8), quant.cast_for(w, recipe, "b", torch.int8)

@@ -189,7 +189,8 @@ def _packed_scaled_int(a: Quantized, b: Quantized, sizes, layout: str, dtype, ou
     rows, k = a.shape
     n = b.shape[1] if layout == "RC" else b.shape[2]
     out = torch.zeros((rows, n), dtype=dtype, device=a.data.device)
-    per_row = a.block[0] == 1  # [rows] or [rows, 1] scales; else one per tensor
+    # [rows] or [rows, 1] scales; else one per tensor (a 0-D scale, whose block is (1, K) when there is one row)
+    per_row = a.scale.dim() > 0 and a.block[0] == 1
     start = 0
     for g, m in enumerate(sizes):
         if m:
