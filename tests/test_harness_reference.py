@@ -49,7 +49,7 @@ def test_int8_exact_past_fp32_integer_range_and_int32_wrap():
 
 
 def test_int8_scaled_reference_wraps_as_the_int32_accumulator():
-    """K > 131072 with extreme codes: the kernels' int32 accumulator wraps before the scales apply, and the
+    """K >= 131072 with extreme codes: the kernels' int32 accumulator wraps before the scales apply, and the
     reference says so, as the op (here the torch backend) computes."""
     k = 140000
     a, b = torch.full((2, k), 127, dtype=torch.int8), torch.full((3, k), 127, dtype=torch.int8)

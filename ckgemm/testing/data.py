@@ -11,7 +11,9 @@ import torch
 
 from .shapes import Case
 
-INT32_SENTINEL = -(2**31)  # |sum of K products of int8| < 2**31 for K <= 131072: an unwritten int32 stays visible
+# A true int32 result equals it only from K = 131072 (2**31 = K * (-128)**2 wraps to it), so for K < 131072 an
+# unwritten int32 stays visible.
+INT32_SENTINEL = -(2**31)
 
 
 def generator(seed: int, device="cpu") -> torch.Generator:

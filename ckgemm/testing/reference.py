@@ -87,7 +87,7 @@ def _k_constant_int(x, k: int, k_axis: int) -> bool:
 
 def _scaled_int_matmul(a: Quantized, b: Quantized, layout: str, dtype: torch.dtype) -> torch.Tensor:
     """sA[m] * sB[n] * sum_k qa[m, k] qb[k, n]: the integer sum as the kernels' int32 accumulator holds it
-    (exact, wrapped modulo 2**32 where it leaves int32's range: K > 131072 with extreme codes, as the README
+    (exact, wrapped modulo 2**32 where it leaves int32's range: K >= 131072 with extreme codes, as the README
     says of int8), the scales in float64."""
     k = a.shape[-1]
     bk = b.data.t() if layout == "RC" else b.data
