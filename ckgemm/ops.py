@@ -170,10 +170,10 @@ def grouped_gemm_packed(a, b, group_sizes, *, layout: str | None = None, out: to
     free of host syncs and can be captured in a CUDA/HIP graph.
     """
     op = "grouped_gemm_packed"
-    validate.check_sizes_flag(op, check_sizes)
     compiling = torch.compiler.is_compiling()
     if not compiling:
         _forget()
+    validate.check_sizes_flag(op, check_sizes)
     b, layout, scale_b = prepack.unwrap(op, b, layout, scale_a, scale_b)
     if compiling:  # one opaque node for Dynamo; the eager path runs inside it
         return _compile.packed(a, b, group_sizes, layout, out, backend, check_sizes, scale_a, scale_b, out_dtype)

@@ -159,6 +159,8 @@ def unwrap(op: str, b, layout, scale_a, scale_b):
     """(b, layout, scale_b) a call computes with: the stored weights when ``b`` is a PackedWeights."""
     if not isinstance(b, PackedWeights):
         return b, layout, scale_b
+    if layout is not None:  # a layout that is no layout at all is that error, as without prepacked weights
+        check_layout(op, layout)
     if scale_a is None and scale_b is None and b.scale_b is not None:
         fail(op, None, "scale_a", None, "not given, but the prepacked weights carry scales (their scale_b); a scaled "
              "call takes the activations' scale_a too", Rule.SCALES_PAIR)

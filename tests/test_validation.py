@@ -195,6 +195,10 @@ def test_prepacked_weights_against_their_layout():
     _raises(InvalidArgumentError, "prepacked from layout RR, but the call asks for layout RC", ckgemm.grouped_gemm,
             a, weights, layout="RC")
     assert [c.shape for c in ckgemm.grouped_gemm(a, weights)] == [(8, 16)] * 3
+    for layout, error in ((1, InvalidTypeError), ("rr", InvalidArgumentError)):  # not a layout: that error first
+        with pytest.raises(error, match="layout") as e:
+            ckgemm.grouped_gemm(a, weights, layout=layout)
+        assert e.value.rule == ckgemm.Rule.LAYOUT
 
 
 @pytest.mark.parametrize("layout", ["RC", "RR"])
@@ -285,6 +289,10 @@ def test_a_failed_call_leaves_no_dispatch_record():
     ckgemm.grouped_gemm(a, b)
     with pytest.raises(InvalidArgumentError, match="prepacked from layout RC"):  # refused while unwrapping
         ckgemm.grouped_gemm(a, ckgemm.prepack(b), layout="RR")
+    assert ckgemm.last_dispatch() is None
+    ckgemm.grouped_gemm(a, b)
+    with pytest.raises(InvalidTypeError):  # the packed form's first check
+        ckgemm.grouped_gemm_packed(torch.cat(a), torch.stack(b), torch.tensor([8, 8, 8]), check_sizes="yes")
     assert ckgemm.last_dispatch() is None
 
 
