@@ -39,11 +39,22 @@ def is_fake_tensor(t) -> bool:
     return is_fake(t)
 
 
+def spans_of(name: str, t: torch.Tensor) -> list[Rows]:
+    """The row models of a tensor: one (``rows_of``), none for a tensor without elements or memory, or, for a
+    3-D tensor whose batch stride is not its rows' (a slice of fused weights, ``w[:, :n]``), one per group,
+    so that memory between its groups stays free for outputs."""
+    shape = t.shape
+    if len(shape) == 3 and shape[0] > 1 and 0 not in shape and t.stride(0) != shape[1] * t.stride(1):
+        return [r for g in range(shape[0]) if (r := rows_of(name, t[g])) is not None]
+    r = rows_of(name, t)
+    return [] if r is None else [r]
+
+
 def rows_of(name: str, t: torch.Tensor) -> Rows | None:
-    """Row model of a 0-D, 1-D, 2-D or 3-D tensor whose innermost stride is 1 (higher ranks: one row over their
-    span); None if it holds no element
-    or has no memory (a meta tensor: address 0). (Called on every validated call: few tensor attribute
-    reads, no tensor ops.)"""
+    """Row model of a 0-D, 1-D, 2-D or 3-D tensor whose innermost stride is 1 (a 3-D one with its groups'
+    rows evenly spaced: ``spans_of`` splits the others; higher ranks: one row over their span); None if it
+    holds no element or has no memory (a meta tensor: address 0). (Called on every validated call: few tensor
+    attribute reads, no tensor ops.)"""
     shape = tuple(t.shape)
     if 0 in shape:
         return None
@@ -62,9 +73,9 @@ def rows_of(name: str, t: torch.Tensor) -> Rows | None:
         return Rows(name, base, 1, 0, es, space)
     if len(shape) == 1:
         return Rows(name, base, 1, 0, shape[0] * es, space)
-    if len(shape) > 3 or (len(shape) == 3 and shape[0] > 1 and stride[0] != shape[1] * stride[1]):
-        # Irregular batch stride (or a rank no form takes, which validation refuses after this model's
-        # callers in the compiled fake kernels): one conservative row covering the whole span.
+    if len(shape) > 3:
+        # A rank no form takes, which validation refuses after this model's callers in the compiled fake
+        # kernels: one conservative row covering the whole span.
         span = sum((n - 1) * st for n, st in zip(shape, stride)) + 1
         return Rows(name, base, 1, 0, span * es, space)
     if len(shape) == 3:

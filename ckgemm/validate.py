@@ -17,7 +17,7 @@ import torch
 from . import _overlap, validate_scales
 from ._checks import check_is_tensor, check_sequence, check_tensor, check_writable, fail
 from .dtypes import DtypeRule, device_family, rule_for, supported_input_dtypes
-from .errors import InvalidArgumentError, InvalidTypeError, Rule
+from .errors import InvalidArgumentError, InvalidTypeError, Rule, describe
 
 LAYOUTS = ("RC", "RR")
 B_STORAGE = {"RC": "[N, K]", "RR": "[K, N]"}
@@ -194,15 +194,19 @@ def validate_list_call(op: str, a_list, b_list, c_list, layout, scale_a, scale_b
 def check_list_overlap(op: str, a_list, b_list, c_list, scale_a=None, scale_b=None) -> None:
     """OVERLAP for the list forms: no output may share memory with an input or another output (also run by
     the compiled ops' fake kernels, where the tensors have storages but no addresses)."""
-    outs = [_overlap.rows_of(f"c[{g}]", c) for g, c in enumerate(c_list)]
-    ins = [_overlap.rows_of(f"a[{g}]", a) for g, a in enumerate(a_list)]
-    ins += [_overlap.rows_of(f"b[{g}]", b) for g, b in enumerate(b_list)]
-    for name, scales in (("scale_a", scale_a), ("scale_b", scale_b)):
-        ins += [_overlap.rows_of(f"{name}[{g}]", s) for g, s in enumerate(scales or ())]
+    named = {f"c[{g}]": c for g, c in enumerate(c_list)}
+    outs = [r for name, c in named.items() for r in _overlap.spans_of(name, c)]
+    ins = []
+    for name, seq in (("a", a_list), ("b", b_list), ("scale_a", scale_a or ()), ("scale_b", scale_b or ())):
+        for g, t in enumerate(seq):
+            named[f"{name}[{g}]"] = t
+            ins += _overlap.spans_of(f"{name}[{g}]", t)
     hit = _overlap.first_overlap(outs, ins)
     if hit is not None:
-        raise InvalidArgumentError(f"{op}: output {hit[0]} overlaps {hit[1]} in memory; outputs must not alias "
-                                   "inputs or each other", rule=Rule.OVERLAP)
+        out, other = hit
+        raise InvalidArgumentError(f"{op}: group {out[2:-1]}: output {out} overlaps {other} in memory; outputs must "
+                                   f"not alias inputs or each other ({out}: {describe(named[out])}; {other}: "
+                                   f"{describe(named[other])})", rule=Rule.OVERLAP, group=int(out[2:-1]))
 
 
 def check_group_size_values(op: str, sizes, rows: int) -> None:
@@ -294,11 +298,11 @@ def check_native_limits(op: str, problem) -> None:
 def check_packed_overlap(op: str, a, b, out, scale_a=None, scale_b=None, group_sizes=None) -> None:
     """OVERLAP for the packed form's ``out`` (also run by the compiled op's fake kernel). The group sizes count:
     kernels read them on the device while they write ``out``."""
-    ins = [_overlap.rows_of("a", a), _overlap.rows_of("b", b)]
-    ins += [_overlap.rows_of(name, s) for name, s in (("scale_a", scale_a), ("scale_b", scale_b)) if s is not None]
+    named = {"a": a, "b": b, "scale_a": scale_a, "scale_b": scale_b}
     if group_sizes is not None and group_sizes.device == out.device:
-        ins.append(_overlap.rows_of("group_sizes", group_sizes))
-    hit = _overlap.first_overlap([_overlap.rows_of("out", out)], ins)
+        named["group_sizes"] = group_sizes
+    ins = [r for name, t in named.items() if t is not None for r in _overlap.spans_of(name, t)]
+    hit = _overlap.first_overlap(_overlap.spans_of("out", out), ins)
     if hit is not None:
-        raise InvalidArgumentError(f"{op}: out overlaps {hit[1]} in memory; out must not alias the inputs",
-                                   rule=Rule.OVERLAP)
+        raise InvalidArgumentError(f"{op}: out overlaps {hit[1]} in memory; out must not alias the inputs (out: "
+                                   f"{describe(out)}; {hit[1]}: {describe(named[hit[1]])})", rule=Rule.OVERLAP)

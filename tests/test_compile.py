@@ -154,7 +154,7 @@ def test_a_compiled_call_refuses_outputs_aliasing_inputs_and_mixed_devices(backe
     w = a[:10].clone()
     w_before = w.clone()
     listed = torch.compile(lambda x, y, c: ckgemm.grouped_gemm_out(x, y, c), backend=backend)
-    with pytest.raises(Exception, match=r"grouped_gemm_out: output c\[0\] overlaps a\[0\] in memory"):
+    with pytest.raises(Exception, match=r"grouped_gemm_out: group 0: output c\[0\] overlaps a\[0\] in memory"):
         listed([w], [b[0]], [w[:, :48]])
     assert torch.equal(a, a_before) and torch.equal(w, w_before)
     meta_b = [b[0], torch.empty_like(b[1], device="meta")]

@@ -122,6 +122,24 @@ def test_host_sizes_that_wrap_int64_still_fail_the_sum(probe):
     assert native_verdict(probe, "grouped_gemm_packed", (a, b, sizes), {}) == expected
 
 
+def test_overlap_with_weights_sliced_from_fused_ones_agrees(probe):
+    """B sliced from fused [G, 2N, K] weights (its batch stride is not its rows'): an out that lies in memory
+    between B's groups is accepted by both validators, one over a group's rows refused by both; the list
+    form's OVERLAP names the output's group in both."""
+    fused = torch.zeros(2, 10, 16, dtype=torch.float16)
+    b = fused[:, :4, :8]  # groups at rows 0-3 and 10-13 of the buffer, columns 0-7
+    a, sizes = torch.zeros(10, 8, dtype=torch.float16), torch.tensor([5, 5], dtype=torch.int32)
+    for out, verdict in ((fused.view(20, 16)[:10, 8:12], (Rule.NONE, None)),  # columns 8-11: beside B
+                         (fused.view(20, 16)[4:14, :4], (Rule.OVERLAP, None))):  # rows 10-13: group 1 of B
+        args = (a, b, sizes)
+        assert python_verdict("grouped_gemm_packed", args, {"out": out}) == verdict
+        assert native_verdict(probe, "grouped_gemm_packed", args, {"out": out}) == verdict
+    rows = torch.zeros(3, 4, dtype=torch.float16)
+    args = ([a[:2]] * 3, [b[0]] * 3, [torch.zeros(2, 4, dtype=torch.float16), rows[:2], rows[1:]])
+    assert python_verdict("grouped_gemm_out", args, {}) == (Rule.OVERLAP, 2)
+    assert native_verdict(probe, "grouped_gemm_out", args, {}) == (Rule.OVERLAP, 2)
+
+
 def _mutations(rng: random.Random):
     """Valid calls and their mutations (one rule at a time, sometimes two), all on CPU tensors."""
     gen = torch.Generator().manual_seed(rng.randrange(1 << 30))

@@ -279,6 +279,29 @@ def test_cumulative_offsets_as_group_sizes_get_a_hint():
             torch.stack(b), torch.tensor([8, 16, 24]))
 
 
+def test_overlap_errors_name_the_group_and_describe_both_tensors():
+    a, b = _groups()
+    c = [torch.empty(8, 16, dtype=a[0].dtype) for _ in a]
+    with pytest.raises(InvalidArgumentError, match=r"group 2: output c\[2\] overlaps c\[1\] in memory") as e:
+        ckgemm.grouped_gemm_out(a, b, [c[0], c[1], c[1]])
+    assert (e.value.rule, e.value.group) == (ckgemm.Rule.OVERLAP, 2)
+    assert str(e.value).count("shape (8, 16)") == 2
+
+
+def test_an_out_beside_weights_sliced_from_fused_ones_is_accepted():
+    """Weights sliced from fused [G, 2N, K] ones (batch stride not their rows'): memory between their groups is
+    free for the output, and only an out over some group's rows is refused."""
+    gen = generator("fused-slice")
+    buf = torch.randn(2, 5, 16, generator=gen).half()
+    b, a, sizes = buf[:, :4, :8], torch.randn(10, 8, generator=gen).half(), torch.tensor([5, 5])
+    out = buf.view(10, 16)[:, 8:12]
+    expected = ckgemm.grouped_gemm_packed(a, b.contiguous(), sizes)
+    assert torch.equal(ckgemm.grouped_gemm_packed(a, b, sizes, out=out), expected)
+    with pytest.raises(InvalidArgumentError, match="out overlaps b in memory") as e:
+        ckgemm.grouped_gemm_packed(a, b, sizes, out=buf.view(10, 16)[:, 4:8])
+    assert e.value.rule == ckgemm.Rule.OVERLAP
+
+
 def test_a_failed_call_leaves_no_dispatch_record():
     a, b = _groups()
     ckgemm.grouped_gemm(a, b)

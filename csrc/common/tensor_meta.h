@@ -57,30 +57,27 @@ struct Rows {
   uint64_t end() const { return base + (count - 1) * stride + width; }
 };
 
-// Row model of a 0-D .. 3-D tensor with innermost stride 1; false when it holds no element or has no
-// memory (a meta tensor: address 0).
-inline bool rows_of(const TensorMeta& t, int name, Rows* out) {
-  if (t.has_zero() || t.data == 0) return false;
+// Row models of a 0-D .. 3-D tensor with innermost stride 1, appended to `out`: none when it holds no element
+// or has no memory (a meta tensor: address 0); one per group for a 3-D tensor whose batch stride is not its
+// rows' (a slice of fused weights), so memory between its groups stays free for outputs (_overlap.spans_of).
+inline void append_rows(const TensorMeta& t, int name, std::vector<Rows>* out) {
+  if (t.has_zero() || t.data == 0) return;
   const int64_t es = t.element_size;
   if (t.ndim == 0) {
-    *out = Rows{name, t.data, 1, 0, es};
+    out->push_back(Rows{name, t.data, 1, 0, es});
   } else if (t.ndim == 1) {
-    *out = Rows{name, t.data, 1, 0, t.sizes[0] * es};
+    out->push_back(Rows{name, t.data, 1, 0, t.sizes[0] * es});
   } else if (t.ndim == 3) {
     const int64_t groups = t.sizes[0], rows = t.sizes[1], width = t.sizes[2];
-    if (groups > 1 && t.strides[0] != rows * t.strides[1]) {  // irregular batch stride: one conservative row
-      int64_t span = 1;
-      for (int i = 0; i < 3; ++i) span += (t.sizes[i] - 1) * t.strides[i];
-      *out = Rows{name, t.data, 1, 0, span * es};
-    } else {
-      const int64_t count = groups * rows;
-      *out = Rows{name, t.data, count, count > 1 ? t.strides[1] * es : 0, width * es};
-    }
+    const bool regular = groups == 1 || t.strides[0] == rows * t.strides[1];
+    const int64_t count = regular ? groups * rows : rows;
+    for (int64_t g = 0; g < (regular ? 1 : groups); ++g)
+      out->push_back(Rows{name, t.data + static_cast<uint64_t>(g * t.strides[0] * es), count,
+                          count > 1 ? t.strides[1] * es : 0, width * es});
   } else {
     const int64_t count = t.sizes[0];
-    *out = Rows{name, t.data, count, count > 1 ? t.strides[0] * es : 0, t.sizes[1] * es};
+    out->push_back(Rows{name, t.data, count, count > 1 ? t.strides[0] * es : 0, t.sizes[1] * es});
   }
-  return true;
 }
 
 namespace detail {

@@ -171,15 +171,15 @@ inline OutType settle_output(const TensorMeta& first, OutType fallback) {
   return known && (t == OutType::BF16 || t == OutType::F16 || t == OutType::F32) ? t : fallback;
 }
 
-inline Verdict check_overlap(const std::vector<const TensorMeta*>& outs, const std::vector<const TensorMeta*>& ins) {
+// grouped_outputs: outs are the list forms' c[0..] (the verdict names the output's group); else the packed out.
+inline Verdict check_overlap(const std::vector<const TensorMeta*>& outs, const std::vector<const TensorMeta*>& ins,
+                             bool grouped_outputs) {
   std::vector<Rows> o, i;
-  Rows r{};
-  for (size_t x = 0; x < outs.size(); ++x)
-    if (rows_of(*outs[x], static_cast<int>(x), &r)) o.push_back(r);
-  for (size_t x = 0; x < ins.size(); ++x)
-    if (rows_of(*ins[x], static_cast<int>(outs.size() + x), &r)) i.push_back(r);
+  for (size_t x = 0; x < outs.size(); ++x) append_rows(*outs[x], static_cast<int>(x), &o);
+  for (size_t x = 0; x < ins.size(); ++x) append_rows(*ins[x], static_cast<int>(outs.size() + x), &i);
   int a = 0, b = 0;
-  return first_overlap(o, i, &a, &b) ? bad(Rule::OVERLAP) : Verdict{};
+  if (!first_overlap(o, i, &a, &b)) return Verdict{};
+  return bad(Rule::OVERLAP, grouped_outputs ? a : -1);
 }
 
 }  // namespace validate_detail

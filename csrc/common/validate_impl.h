@@ -85,7 +85,7 @@ inline Verdict validate_list(const TensorMeta* a, int na, const TensorMeta* b, i
     for (int g = 0; g < nsa; ++g) ins.push_back(&sa[g]);
     for (int g = 0; g < nsb; ++g) ins.push_back(&sb[g]);
   }
-  return check_overlap(outs, ins);
+  return check_overlap(outs, ins, true);
 }
 
 inline Verdict validate_packed(const TensorMeta& a, const TensorMeta& b, const TensorMeta& sizes,
@@ -150,7 +150,7 @@ inline Verdict validate_packed(const TensorMeta& a, const TensorMeta& b, const T
     std::vector<const TensorMeta*> ins{&a, &b};
     if (scaled) ins.push_back(sa), ins.push_back(sb);
     if (sizes.device == device) ins.push_back(&sizes);  // read by the kernels on the device while they write out
-    v = check_overlap({out}, ins);
+    v = check_overlap({out}, ins, false);
     if (!v.ok()) return v;
   }
   if (host_sizes != nullptr) {
