@@ -190,8 +190,8 @@ def bench(fn, *, warmup: int = 5, iters: int = 30, rotate: list | None = None, f
                its whole host-side cost (Python, argument building, launches) is inside the timed
                window. Without it calls are queued back to back behind the flush, and host time shows
                only where it exceeds the device work already queued: kernel time, roughly.
-    breakdown: also run ``fn`` eagerly under the PyTorch profiler (``kineto.breakdown``: each call between
-               two synchronisations) and keep, in ``result.breakdown``, its per-kernel device time and the
+    breakdown: also time ``fn`` eagerly and run it under the PyTorch profiler (``kineto.breakdown``: each
+               call between two synchronisations) and keep, in ``result.breakdown``, its per-kernel device time and the
                host gap per call: where an eager call's time goes. Not timed with the iterations above.
     """
     if iters < 1 or warmup < 0 or not 0 <= warmup_ms < math.inf:
