@@ -14,12 +14,13 @@ def fail(op: str, group: int | None, name: str, t, rule_text: str, rule: Rule, c
     raise cls(f"{op}: {where}{what}: {rule_text}", rule=rule, group=group)
 
 
-def check_is_tensor(op, group, name, t) -> None:
+def check_is_tensor(op, group, name, t, expected: str = "") -> None:
+    """``expected``: what the argument should be, appended to the message (e.g. a scale's shapes)."""
     if not isinstance(t, torch.Tensor):
         raise InvalidTypeError(
             f"{op}: " + (f"group {group}: " if group is not None else "")
-            + f"{name} is a {type(t).__name__}, not a torch.Tensor{_pair_hint(name, t)}", rule=Rule.NOT_A_TENSOR,
-            group=group)
+            + f"{name} is a {type(t).__name__}, not a torch.Tensor{_pair_hint(name, t)}{expected}",
+            rule=Rule.NOT_A_TENSOR, group=group)
 
 
 def _pair_hint(name: str, t) -> str:

@@ -240,7 +240,8 @@ ck_grouped_gemm_out = grouped_gemm_out
 
 
 def available_backends(device: torch.device | str | None = None) -> list[str]:
-    """Backends that can run here (on ``device`` if given), best first; ``torch`` is always last."""
+    """Backends that can run here (on ``device`` if given), best first; ``torch`` last, on every device that
+    exists (none for an absent one, e.g. ``"cuda"`` on a machine without a GPU)."""
     return backends.available_backends(device)
 
 

@@ -46,8 +46,11 @@ def _encoded_hint(dtype: torch.dtype) -> str:
 def check_scale_tensor(op, group, name, s, device, wanted: str = "") -> None:
     """A float32 tensor on the inputs' device that needs no grad. ``wanted``: the shapes it may take, for the
     message (see ``_wanted``)."""
-    check_is_tensor(op, group, name, s)
     tail = f"; expected a float32 tensor on {device} of shape {wanted}" if wanted else ""
+    check_is_tensor(op, group, name, s, tail)
+    if s.layout != torch.strided:
+        fail(op, group, name, s, f"is a {s.layout} tensor; scales must be dense: call .to_dense() first{tail}",
+             Rule.SCALE_STRIDE)
     if s.dtype != torch.float32:
         fail(op, group, name, s, f"scales must be float32, got {s.dtype}{tail}{_encoded_hint(s.dtype)}",
              Rule.SCALE_DTYPE, InvalidTypeError)

@@ -172,6 +172,10 @@ def test_bad_scales_name_the_group_the_tensor_and_the_expected_shape():
          r"scale_b .*is on meta.*\(2, 2, 3\) = \[G, ceil\(N/128\), ceil\(K/128\)\] \(block\)"),
         (InvalidArgumentError, dict(scale_a=sa, scale_b=strided),
          r"scale_b .*contiguous.*expected a contiguous \(2, 2, 3\) = \[G, ceil\(N/128\), ceil\(K/128\)\]"),
+        (InvalidArgumentError, dict(scale_a=sa.to_sparse(), scale_b=sb),
+         r"scale_a .*sparse_coo tensor; scales must be dense: call .to_dense\(\).*\(16, 3\) = \[sum M"),
+        (InvalidTypeError, dict(scale_a=[sa], scale_b=sb),
+         r"scale_a is a list, not a torch.Tensor; expected a float32 tensor on cpu of shape .*\(16, 3\) = \[sum M"),
     ]
     for cls, kwargs, pattern in packed:
         out = poison((16, 160), torch.bfloat16)
