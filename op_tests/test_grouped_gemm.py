@@ -15,12 +15,12 @@ import torch  # noqa: E402
 
 import ckgemm  # noqa: E402
 from ckgemm.testing import Report, baseline, device_info, roofline  # noqa: E402
-from ckgemm.testing.report import writable_path  # noqa: E402
 from grouped_gemm_cli.args import parse_args  # noqa: E402
 from grouped_gemm_cli.bad_input import run_bad_inputs  # noqa: E402
 from grouped_gemm_cli.correctness import cell_row, output_dtype, run_correctness  # noqa: E402
 from grouped_gemm_cli.perf import mfu_pct, perf_line, time_run, work  # noqa: E402
 from grouped_gemm_cli.plan import cells, make_plan  # noqa: E402
+from grouped_gemm_cli.preflight import NOTHING_TO_RUN, backend_problem, unwritable_outputs  # noqa: E402
 from grouped_gemm_cli.summary import print_summary, write_csv  # noqa: E402
 
 def _header(args, plan) -> None:
@@ -90,13 +90,6 @@ def run_bad(args, plan, report: Report) -> int:
     return failures
 
 
-def unwritable_outputs(args) -> list[str]:
-    """--json/--markdown/--csv paths that cannot be written (found before the run): a folder, or a path whose
-    nearest existing folder is not writable (the writers make the missing folders)."""
-    return [f"{flag} {path}" for flag, path in (("--json", args.json), ("--markdown", args.markdown),
-                                                 ("--csv", args.csv)) if path and not writable_path(path)]
-
-
 def read_baseline(args):
     """The --baseline report, read before anything runs so that an unreadable file stops the run at once
     (None: no --baseline, or the file does not exist yet and this run writes it)."""
@@ -139,21 +132,20 @@ def main(argv=None) -> int:
 
 def _main(argv) -> int:
     args = parse_args(argv)
-    unwritable = unwritable_outputs(args)
-    if unwritable:
-        print(f"cannot write {', '.join(unwritable)}: a folder, under a file, or not writable", file=sys.stderr)
+    problem = unwritable_outputs(args)
+    if problem:
+        print(problem, file=sys.stderr)
         return 2
     base = read_baseline(args)
     started = time.perf_counter()
     plan = make_plan(args)
-    if args.backend is not None:
-        reason = ckgemm.backend_status(plan.device).get(args.backend, f"unknown backend {args.backend!r}")
-        if reason != "available":
-            print(f"--backend {args.backend}: cannot run on {plan.device}: {reason}")
-            return 2
+    problem = backend_problem(args, plan)
+    if problem:
+        print(problem)
+        return 2
     _header(args, plan)
     if not plan.variants:
-        print("nothing to run: no selected dtype takes the selected --quant recipe(s)")
+        print(NOTHING_TO_RUN)
         return 2
     ceilings = roofline.peak_for_device(plan.device)
     report = Report("ckgemm grouped GEMM", meta={**device_info.environment(plan.device), "seed": args.seed,

@@ -27,6 +27,7 @@ from grouped_gemm_cli.args import parse_args  # noqa: E402
 from grouped_gemm_cli.bad_input import run_bad_inputs  # noqa: E402
 from grouped_gemm_cli.correctness import cell_row, run_correctness  # noqa: E402
 from grouped_gemm_cli.plan import cells, make_plan  # noqa: E402
+from grouped_gemm_cli.preflight import NOTHING_TO_RUN, backend_problem, unwritable_outputs  # noqa: E402
 
 
 SHARDED_EPILOG = """The options below --timeout are test_grouped_gemm.py's; each rank checks its share of the cells
@@ -98,6 +99,11 @@ def main(argv=None) -> int:
     if refused:
         print(f"error: {', '.join(refused)}: a sharded sweep times nothing; run test_grouped_gemm.py for that",
               file=sys.stderr)
+        return 2
+    plan = make_plan(args)  # as every rank will make it (the device: this host's first GPU, or the CPU)
+    problem = unwritable_outputs(args) or backend_problem(args, plan) or (None if plan.variants else NOTHING_TO_RUN)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # under torchrun
         world = init_from_env(launch_opts.comm, launch_opts.timeout)

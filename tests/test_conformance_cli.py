@@ -85,6 +85,8 @@ def test_nothing_applied_exits_3(capsys):
     (["--op", "ckgemm", "--dtype", "fp64"], "--dtype fp64: unknown"),
     (["--op", "ckgemm", "--quant", "block", "--dtype", "int8"], "--quant block takes fp8"),
     (["--op", "ckgemm", "--checks", "basic,nope"], "--checks nope: unknown; expected from basic, m1"),
+    (["--op", "ckgemm", "--seed", "-1"], "--seed must be in [0, 2^62)"),
+    (["--op", "ckgemm", "--json", "/proc/ckgemm-conformance.json"], "cannot write --json /proc/"),
     ([], "--op is required"),
 ])
 def test_usage_errors_exit_2_with_a_clear_message(argv, message, capsys):

@@ -74,6 +74,17 @@ def test_timing_options_are_refused_not_ignored(sharded, capsys):
     assert "--csv, --baseline: a sharded sweep times nothing" in capsys.readouterr().err
 
 
+def test_a_sweep_that_cannot_run_is_refused_before_any_rank_starts(sharded, tmp_path, capsys):
+    """As test_grouped_gemm.py: nothing selected (fp16 has no row recipe), an unusable backend, an unwritable
+    report: exit 2 with the reason, not a run of failures or an empty pass."""
+    (tmp_path / "a file").write_text("")
+    for extra, reason in ((["-d", "fp16", "-q", "row"], "nothing to run"),
+                          (["--backend", "nope"], "unknown backend 'nope'"),
+                          (["--json", str(tmp_path / "a file" / "x.json")], "cannot write --json")):
+        assert sharded.main([*LAUNCH, *SUBSET, *extra]) == 2
+        assert reason in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("option", [["--nproc", "0"], ["--nproc", "-1"], ["--timeout", "0"]])
 def test_launch_options_that_would_run_nothing_are_refused(sharded, option, capsys):
     with pytest.raises(SystemExit) as exc:

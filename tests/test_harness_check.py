@@ -65,6 +65,17 @@ def test_integers_are_exact():
         check(out, ref, rtol=0.1, atol=1.0)
 
 
+def test_int32_outputs_against_an_int64_reference_wrap_as_the_accumulator():
+    """K = 131072 products of (-128)*(-128) sum to 2^31: the exact int64 reference says 2^31, the int32 accumulator
+    -2^31 (README). check judges the int32 output against the reference wrapped to int32; anything else fails."""
+    exact = torch.tensor([[2**31, 2**31 + 5, -(2**31) - 1, 7]], dtype=torch.int64)
+    wrapped = torch.tensor([[-(2**31), -(2**31) + 5, 2**31 - 1, 7]], dtype=torch.int32)
+    check(wrapped, exact, in_dtype=torch.int8, k=131072)
+    for saturated in (exact.clamp(-(2**31), 2**31 - 1).to(torch.int32), wrapped + torch.tensor([[0, 0, 0, 1]])):
+        assert not check(saturated.to(torch.int32), exact, in_dtype=torch.int8, k=131072,
+                         raise_on_failure=False).passed
+
+
 def test_nan_never_passes_even_against_nan():
     ref = torch.tensor([[1.0, float("nan")]])
     with pytest.raises(AssertionError, match="NaN"):

@@ -130,6 +130,10 @@ def test_baseline_never_passes_a_nan_time_or_a_failing_row(tmp_path):
     twice.rows += _report(median=1.0).rows
     assert not baseline.compare(twice, base).ok
     assert not baseline.compare(_report(shape="other", passed=False), base).ok, "a new row that fails"
+    broken = baseline.save_baseline(_report(median=float("nan")), tmp_path / "broken.json")
+    loose = baseline.compare(_report(median=1.0), broken)  # a NaN baseline time compares with nothing
+    assert [d.status for d in loose.deltas] == ["base unusable"] and loose.ok
+    assert not baseline.compare(_report(median=1.0), broken, fail_on_missing=True).ok
     for bad in (float("nan"), -0.1):
         with pytest.raises(ValueError, match="threshold"):
             baseline.compare(_report(median=1.0), base, threshold=bad)

@@ -135,6 +135,20 @@ def test_options_are_checked(cli):
     with pytest.raises(SystemExit):
         cli.main(["--dtype", "fp4"])
     assert cli.main(["--backend", "nope"]) == 2, "an unusable backend stops the run before any case"
+    for argv in (["--seed", "-1"], ["--seed", str(2**64)], ["--moe-dist", "zipf"]):  # zipf without --moe
+        with pytest.raises(SystemExit) as exc:
+            cli.main(argv)
+        assert exc.value.code == 2
+
+
+def test_a_moe_split_reruns_alone_with_the_printed_seed(cli, capsys):
+    """Every --moe split comes from --seed, so --moe-dist d reruns the d case of a run of all four."""
+    argv = ["--moe", "--seed", "5", "-g", "4", "-m", "16", "-n", "32", "-k", "32", "-d", "bf16", "-l", "RC", "--no-perf"]
+    assert cli.main(argv) == 0
+    every = [line for line in capsys.readouterr().out.splitlines() if "zipf" in line and "packed" in line]
+    assert cli.main([*argv, "--moe-dist", "zipf"]) == 0
+    alone = [line for line in capsys.readouterr().out.splitlines() if "zipf" in line and "packed" in line]
+    assert len(every) == 1 and alone == every and "shape seed 5" in alone[0]
 
 
 def test_device_choice(cli, capsys):

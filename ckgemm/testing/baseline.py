@@ -57,7 +57,7 @@ class Comparison:
 
     @property
     def regressions(self) -> list[RowDelta]:
-        bad = {"regression", "correctness"} | ({"missing"} if self.fail_on_missing else set())
+        bad = {"regression", "correctness"} | ({"missing", "base unusable"} if self.fail_on_missing else set())
         return [d for d in self.deltas if d.status in bad]
 
     @property
@@ -89,6 +89,8 @@ def _classify(base: dict, new: dict, threshold: float) -> str:
     if new.get("passed") is False:  # a failing row fails the gate, whatever the baseline said
         return "correctness"
     b, n = base.get("median_ms"), new.get("median_ms")
+    if isinstance(b, (int, float)) and not math.isfinite(b):
+        return "base unusable"  # a NaN or infinite baseline time compares with nothing: as a missing row
     if isinstance(b, (int, float)) and b > 0 and isinstance(n, (int, float)) and not math.isfinite(n):
         return "regression"  # a NaN or infinite time is a broken measurement, never "same"
     if not isinstance(b, (int, float)) or not isinstance(n, (int, float)) or b <= 0:
@@ -131,7 +133,8 @@ def main(argv=None) -> int:
     parser.add_argument("new", help="report JSON of the new run")
     parser.add_argument("baseline", help="baseline report JSON")
     parser.add_argument("--threshold", type=float, default=0.05, help="relative slowdown that counts (default 0.05)")
-    parser.add_argument("--fail-on-missing", action="store_true", help="a baseline row absent from the new run fails")
+    parser.add_argument("--fail-on-missing", action="store_true",
+                        help="a baseline row absent from the new run, or one whose time is NaN or infinite, fails")
     args = parser.parse_args(argv)
     try:
         result = compare(args.new, args.baseline, threshold=args.threshold, fail_on_missing=args.fail_on_missing)

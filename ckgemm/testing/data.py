@@ -16,6 +16,14 @@ from .shapes import Case
 INT32_SENTINEL = -(2**31)
 
 
+SEED_BITS = 62  # torch.Generator takes 64-bit seeds; cases and tensors add small offsets to a run's seed
+
+
+def seed_problem(seed: int, flag: str = "--seed") -> str | None:
+    """Why a command line's seed cannot be used (None when it can): 0 <= seed < 2^SEED_BITS."""
+    return None if 0 <= seed < 2**SEED_BITS else f"{flag} must be in [0, 2^{SEED_BITS}), got {seed}"
+
+
 def generator(seed: int, device="cpu") -> torch.Generator:
     return torch.Generator(device=torch.device(device)).manual_seed(int(seed))
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
+import tempfile
 from pathlib import Path
 
 from tabulate import tabulate
@@ -30,12 +30,25 @@ _SHOWN = ("op", "backend", "dtype", "layout", "shape", "config", "median_ms", "p
 
 
 def writable_path(path) -> bool:
-    """Whether a report can be written at ``path``: not a folder, and its nearest existing folder writable
-    (the writers make the missing ones). Checked before a long run, not after it."""
+    """Whether a report can be written at ``path``: not a folder, and a file can be made in its nearest
+    existing folder (the writers make the missing ones; a real file, not os.access, which says yes to root
+    everywhere, /proc included). Checked before a long run, not after it."""
     folder = Path(path).resolve().parent
     while not folder.exists():
         folder = folder.parent
-    return not Path(path).is_dir() and folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)
+    if Path(path).is_dir() or not folder.is_dir():
+        return False
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
+
+
+def unwritable(flags_and_paths) -> list[str]:
+    """``"--flag PATH"`` for each (flag, path) given whose report cannot be written (``writable_path``): what a
+    command line refuses (exit 2) before it runs anything."""
+    return [f"{flag} {path}" for flag, path in flags_and_paths if path and not writable_path(path)]
 
 
 def row_key(row: dict) -> tuple:

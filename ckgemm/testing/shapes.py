@@ -58,7 +58,7 @@ class Case:
         return sum(2 * m * n * k for m, n, k in self.shapes)
 
     def __str__(self) -> str:
-        seed = f", seed {self.seed}" if self.seed is not None else ""
+        seed = f", shape seed {self.seed}" if self.seed is not None else ""  # of the sizes, not of the data
         return f"{self.id} ({self.purpose}{seed})"
 
 

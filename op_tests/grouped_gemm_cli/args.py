@@ -8,6 +8,8 @@ import argparse
 
 import torch
 
+from ckgemm.testing import data
+
 DTYPE_NAMES = ("fp16", "bf16", "fp8", "int8")
 DTYPE_ALIASES = {"i8": "int8", "half": "fp16", "float16": "fp16", "bfloat16": "bf16"}
 LAYOUT_CHOICES = ("RC", "RR", "all")
@@ -79,8 +81,8 @@ def build_parser(prog: str = "test_grouped_gemm.py", parents=(), description: st
     shape.add_argument("--moe", action="store_true",
                        help="MoE token splits (groups*m rows over `groups` experts) through grouped_gemm_packed "
                             "and the list form")
-    shape.add_argument("--moe-dist", choices=MOE_DISTS + ("all",), default="all",
-                       help="token split for --moe (default: all four)")
+    shape.add_argument("--moe-dist", choices=MOE_DISTS + ("all",), default=None,
+                       help="token split for --moe (default: all four, each from --seed)")
     what = p.add_argument_group("what to run")
     what.add_argument("--smoke", action="store_true",
                       help="a fixed small set: every dtype x layout, the list form over edge shapes and the packed "
@@ -101,7 +103,8 @@ def build_parser(prog: str = "test_grouped_gemm.py", parents=(), description: st
     what.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                       help="where the tensors live: auto (the GPU where one is visible, else the CPU; default), "
                            "cpu (the torch reference backend, also on a GPU box) or cuda (ROCm GPUs too)")
-    what.add_argument("--seed", type=int, default=0, help="seed of shapes and data (printed); default 0")
+    what.add_argument("--seed", type=int, default=0,
+                      help=f"seed of shapes and data (printed), 0 <= seed < 2^{data.SEED_BITS}; default 0")
     what.add_argument("--no-perf", action="store_true", help="skip timing")
     what.add_argument("--aiter", action="store_true",
                       help="also time a loop of aiter's GEMMs where aiter is importable (ROCm); aiter may "
@@ -144,6 +147,11 @@ def parse_args(argv=None, prog: str = "test_grouped_gemm.py", parents=(), **text
     for name in ("m", "n", "k"):
         if getattr(args, name) < 0:
             parser.error(f"--{name} must be >= 0")
+    if data.seed_problem(args.seed):
+        parser.error(data.seed_problem(args.seed))
+    if args.moe_dist is not None and not args.moe:
+        parser.error("--moe-dist picks the token split of the --moe cases; add --moe")
+    args.moe_dist = args.moe_dist or "all"
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: no GPU is visible to torch")
     _normalise(args)

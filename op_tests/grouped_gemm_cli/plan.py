@@ -113,7 +113,8 @@ def user_items(args) -> list[Item]:
                                                k_range=(max(k // 2, 1), max(k, 1))), "list", True))
     if args.moe:
         dists = MOE_DISTS if args.moe_dist == "all" else (args.moe_dist,)
-        moe = [shapes.moe_split(g * m, g, n, k, seed=seed + i, dist=d) for i, d in enumerate(dists)]
+        # every split from --seed itself, so that --moe-dist d alone reruns the d case of a run of all four
+        moe = [shapes.moe_split(g * m, g, n, k, seed=seed, dist=d) for d in dists]
         items += [Item(c, "packed", True) for c in moe]
         items += [Item(c, "list", True) for c in moe]  # the list form of the same splits, for every --quant
     if not items and not args.smoke:

@@ -17,7 +17,8 @@ from .output import EXIT_USAGE, Result
 from .perf import run_perf
 from .. import device_info
 from ...dtypes import fp8_dtype_for
-from ..report import Report
+from .. import data
+from ..report import Report, unwritable
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "int8": torch.int8}  # fp8: the device's flavour
 OUT_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
@@ -87,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _names(text: str | None, known, what: str) -> list[str]:
-    names = [t.strip() for t in (text or "").split(",") if t.strip()]
+    names = list(dict.fromkeys(t.strip() for t in (text or "").split(",") if t.strip()))  # each once
     unknown = [n for n in names if n not in known]
     if unknown:
         raise UsageError(f"--{what} {','.join(unknown)}: unknown; expected from {', '.join(known)}")
@@ -120,6 +121,11 @@ def make_plan(args) -> Plan:
         raise UsageError("--op is required (pkg.module:function or a built-in adapter name)")
     if args.iters < 1 or args.warmup < 0:
         raise UsageError("--iters must be >= 1 and --warmup >= 0")
+    if data.seed_problem(args.seed):
+        raise UsageError(data.seed_problem(args.seed))
+    bad = unwritable((flag, getattr(args, flag[2:])) for flag in ("--json", "--markdown", "--csv"))
+    if bad:
+        raise UsageError(f"cannot write {', '.join(bad)}: a folder, under a file, or not writable")
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     if device.type == "cuda" and not torch.cuda.is_available():
         raise UsageError("--device cuda: no CUDA device is visible here")

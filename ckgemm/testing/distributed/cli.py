@@ -11,7 +11,8 @@ import torch
 import torch.distributed as dist
 
 from ..device_info import device_name
-from ..report import Report
+from .. import data
+from ..report import Report, unwritable
 from .bench import bench_layer, bench_text
 from .config import DTYPE_NAMES, MODES, QUANTS, Case, MoEConfig, grid
 from .flow import run_flow
@@ -32,7 +33,7 @@ NVLINK_MULTICAST_ENV = ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", 
 
 
 def _names(value: str, known, what: str) -> list[str]:
-    names = list(known) if value == "all" else [v.strip() for v in value.split(",") if v.strip()]
+    names = list(known) if value == "all" else list(dict.fromkeys(v.strip() for v in value.split(",") if v.strip()))
     unknown = [n for n in names if n not in known]
     if unknown or not names:
         raise argparse.ArgumentTypeError(f"--{what}: unknown {unknown or value!r}; known: {', '.join(known)}, all")
@@ -88,6 +89,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         parser.error("--steps and --iters must be >= 1, --warmup >= 0")
     if not args.timeout > 0:
         parser.error(f"--timeout must be > 0, got {args.timeout}")
+    if data.seed_problem(args.seed):
+        parser.error(data.seed_problem(args.seed))
+    bad = unwritable([("--json", args.json)])
+    if bad:
+        parser.error(f"cannot write {bad[0]}: a folder, under a file, or not writable")
     if args.backend is not None:
         import ckgemm  # the op, imported lazily (the GEMM this flow runs; layer.py)
 
