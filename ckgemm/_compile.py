@@ -64,8 +64,16 @@ def packed_op(a: torch.Tensor, b: torch.Tensor, group_sizes: torch.Tensor, layou
 @packed_op.register_fake
 def _packed_fake(a, b, group_sizes, layout, backend, check_sizes, scale_a, scale_b, out_dtype):
     _packed_checks(a, b, group_sizes, None, layout, check_sizes, scale_a, scale_b, out_dtype)
-    n = b.shape[2] if layout == "RR" else b.shape[1]
-    return a.new_empty((a.shape[0], n), dtype=_out_dtype(a, scale_a, out_dtype))
+    return a.new_empty(_output_shape(a, b, layout, 3), dtype=_out_dtype(a, scale_a, out_dtype))
+
+
+def _output_shape(a, b, layout, b_rank: int) -> tuple:
+    """The output shape a valid call gives. Tensors of the wrong rank get [rows, 0], so the trace completes and
+    the op raises the eager error (NDIM) when the compiled code runs, as for every other bad input."""
+    rows = a.shape[0] if a.dim() >= 1 else 0
+    if a.dim() != 2 or b.dim() != b_rank:
+        return (rows, 0)
+    return (rows, b.shape[-1] if layout == "RR" else b.shape[-2])
 
 
 @torch.library.custom_op("ckgemm::grouped_gemm_packed_out", mutates_args=("out",))
@@ -104,8 +112,9 @@ def packed(a, b, group_sizes, layout, out, backend, check_sizes, scale_a, scale_
     """The compiled-graph form of ``ops.grouped_gemm_packed`` (a ``PackedWeights`` b is unwrapped before)."""
     if _misfits((a, b, group_sizes), (out, scale_a, scale_b), (),
                 ((layout, str), (backend, str), (check_sizes, bool), (out_dtype, torch.dtype))):
-        _eager_refusal("grouped_gemm_packed", backend, lambda: validate.validate_packed(
-            "grouped_gemm_packed", a, b, group_sizes, layout, out, check_sizes, scale_a, scale_b, out_dtype))
+        _eager_refusal("grouped_gemm_packed", backend, lambda: validate.validate_packed(  # sizes: fake while tracing
+            "grouped_gemm_packed", a, b, group_sizes, layout, out, check_sizes, scale_a, scale_b, out_dtype,
+            read_sizes=False))
     refuse_grad("grouped_gemm_packed", [(None, name, t) for name, t in
                                         (("a", a), ("b", b), ("out", out), ("scale_a", scale_a), ("scale_b", scale_b))])
     if out is None:
@@ -130,8 +139,7 @@ def _list_fake(a_list, b_list, layout, backend, scale_a, scale_b, scales_given, 
         return []
     _list_checks("grouped_gemm", a_list, b_list, None, layout, *_given(scale_a, scale_b, scales_given), out_dtype)
     dtype = _out_dtype(a_list[0], scale_a if scales_given & 1 else None, out_dtype)
-    return [a.new_empty((a.shape[0], b.shape[1] if layout == "RR" else b.shape[0]), dtype=dtype)
-            for a, b in zip(a_list, b_list)]
+    return [a.new_empty(_output_shape(a, b, layout, 2), dtype=dtype) for a, b in zip(a_list, b_list)]
 
 
 @torch.library.custom_op("ckgemm::grouped_gemm_out", mutates_args=("c_list",))

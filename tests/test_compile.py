@@ -198,6 +198,24 @@ def test_a_compiled_call_with_a_tensor_of_a_rank_no_form_takes_raises_the_eager_
         listed([a[:10]], [b[0]], [torch.empty(1, 1, 10, 48, dtype=a.dtype)])
 
 
+@pytest.mark.parametrize("fullgraph", [False, True])
+def test_compiled_inputs_of_the_wrong_rank_raise_the_eager_error_when_the_code_runs(fullgraph):
+    """The allocating ops' fake kernels give such calls an output of no columns, so the trace completes and the
+    op refuses them as eagerly (an InvalidArgumentError, a ValueError), not an IndexError while tracing."""
+    a, b, sizes = _inputs()
+    calls = {"packed b 2-D": lambda: ckgemm.grouped_gemm_packed(a, b[0], sizes, layout="RR"),
+             "packed a 1-D": lambda: ckgemm.grouped_gemm_packed(a[0], b, sizes),
+             "list b 1-D": lambda: ckgemm.grouped_gemm([a[:10]], [b[0, 0]], layout="RR"),
+             "list a 0-D": lambda: ckgemm.grouped_gemm([a[0, 0]], [b[0]])}
+    for name, call in calls.items():
+        with pytest.raises(ckgemm.InvalidArgumentError) as eager:
+            call()
+        torch._dynamo.reset()
+        with pytest.raises(ckgemm.InvalidArgumentError) as compiled:
+            torch.compile(call, backend="aot_eager", fullgraph=fullgraph)()
+        assert str(compiled.value) == str(eager.value), name
+
+
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
 def test_the_compiled_alias_check_takes_views_of_different_row_strides(backend):
     """Outputs sharing a buffer with different row strides (a 1-row block beside a column block) are valid and
