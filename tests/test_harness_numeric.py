@@ -150,3 +150,15 @@ def test_tolerance_refuses_a_negative_k_or_an_unknown_max():
         tolerance(torch.float16, torch.float16, torch.float32, -1, 1.0)
     with pytest.raises(ValueError, match="max|ref|"):
         tolerance(torch.float16, torch.float16, torch.float32, 64, float("nan"))
+
+
+def test_scaled_tolerance_admits_fp16_outputs_rounded_into_its_subnormals():
+    """Outputs ~1e-6 rounded to fp16 land in its subnormal range (a fixed step of 2^-24): that rounding passes,
+    and an output a few steps off does not."""
+    from ckgemm.testing import numeric
+
+    ref = torch.randn(4096, generator=torch.Generator().manual_seed(3), dtype=torch.float64) * 1e-6
+    rtol, atol = numeric.scaled_tolerance(torch.float8_e4m3fn, torch.float16, 4096, float(ref.abs().max()))
+    assert atol >= 2.0**-24 and not numeric.mismatch_mask(ref.to(torch.float16), ref, rtol, atol).any()
+    off = ref.to(torch.float16).double() + 4 * 2.0**-24
+    assert numeric.mismatch_mask(off, ref, rtol, atol).any()

@@ -82,6 +82,19 @@ def test_ceil_to_ue8m0_keeps_nan_and_inf():
     got = quant.ceil_to_ue8m0(x)
     assert torch.isnan(got[0]) and torch.isinf(got[1]) and got[2] == 4.0
     assert quant.ue8m0_bytes(got).tolist() == [255, 255, 129]  # 0xFF is UE8M0's NaN
+    back = quant.ue8m0_to_float(torch.tensor([255, 0, 1, 254], dtype=torch.uint8))
+    assert torch.isnan(back[0]) and back[1:].tolist() == [2.0**-127, 2.0**-126, 2.0**127]  # OCP E8M0
+
+
+def test_blocks_too_small_for_a_reciprocal_scale_still_round_trip():
+    """With amax_floor=0 a block of amax ~1e-37 has a scale whose reciprocal overflows fp32: the cast divides
+    there instead of saturating every code to the block's amax."""
+    x = torch.tensor([[1e-37, 5e-38, -1e-36, 2e-37], [1.0, -0.5, 0.25, 3.0]])
+    amax = x.double().abs().amax(dim=1, keepdim=True)
+    for q, bound in ((quant.per_token_cast_to_fp8(x, amax_floor=0.0), 2.0**-4 * x.double().abs()),
+                     (quant.cast_to_int8(x, amax_floor=0.0), amax / 254)):  # half a step of 127 per amax
+        error = (q.dequant(torch.float64) - x.double()).abs()
+        assert bool((error <= bound * (1 + 1e-6)).all()), error
 
 
 def test_zero_blocks_with_no_amax_floor_give_zero_codes():
@@ -128,6 +141,10 @@ def test_fp4_round_trip_and_packing(ue8m0):
     slack = 0.0 if ue8m0 else 2.0**-23
     assert bool(((values - v).abs() <= _fp4_half_step(v) + slack * v.abs()).all())
     assert torch.equal(quant.dequant(q, torch.float64), values * scale)
+
+
+def test_fp4_casts_of_no_rows_dequantize_to_no_rows():
+    assert quant.dequant(quant.cast_to_fp4(torch.randn(0, 64))).shape == (0, 64)  # an empty MoE group
 
 
 def test_fp4_codes_ties_to_even_and_nibble_order():

@@ -28,6 +28,8 @@ def test_peak_table_and_roofline_time():
         assert c.name == row and {"fp16", "bf16", "fp8", "int8"} <= set(c.tflops) and c.hbm_tbs > 0
         assert c.tflops["fp8"] == pytest.approx(2 * c.tflops["bf16"], rel=0.01)
     assert roofline.peak_for_name("NVIDIA GeForce RTX 4090") is None
+    for other_part in ("NVIDIA GH200 480GB", "NVIDIA GB200", "NVIDIA H100 NVL", "NVIDIA H200 NVL", "NVIDIA H20"):
+        assert roofline.peak_for_name(other_part) is None, f"{other_part} has no row: no MFU, not a wrong one"
     assert roofline.peak_for_device("cpu") is None
     h200 = roofline.peak_for_name("NVIDIA H200")
     # 8 x 4096^3 bf16 is compute-bound: 1.1 TFLOP at 989.4 TFLOP/s

@@ -38,6 +38,9 @@ def test_random_sweep_respects_ranges_and_alignment():
     assert all(c.purpose.startswith("random sweep") for c in cases)
     capped = shapes.random_sweep(10, 3, align=ALIGN, max_flops=1e10)
     assert all(c.flops <= 1e10 for c in capped)
+    for make in (lambda a: shapes.variable(8, 100, 60, 70, 1, align=a), lambda a: shapes.heterogeneous(4, 1, align=a)):
+        aligned = {"m_multiple": 4, "n_multiple": 16, "k_multiple": 128}
+        assert shapes.respects_alignment(make(aligned), aligned)
     with pytest.raises(ValueError, match="unknown alignment keys"):
         shapes.random_sweep(1, 0, align={"k_mult": 8})
     with pytest.raises(ValueError, match="no multiple"):

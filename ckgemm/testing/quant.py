@@ -125,8 +125,10 @@ def ue8m0_bytes(scale: torch.Tensor) -> torch.Tensor:
 
 
 def ue8m0_to_float(codes: torch.Tensor) -> torch.Tensor:
-    """Inverse of ``ue8m0_bytes``."""
-    return (codes.to(torch.int32) << 23).view(torch.float32)
+    """Inverse of ``ue8m0_bytes``: byte e is 2^(e - 127) (OCP E8M0: 0x00 is 2^-127, 0xFF is NaN)."""
+    as_float = (codes.to(torch.int32) << 23).view(torch.float32)  # exact for 0x01..0xFE
+    as_float = torch.where(codes == 0, torch.full_like(as_float, 2.0 ** -127), as_float)
+    return torch.where(codes == 0xFF, torch.full_like(as_float, float("nan")), as_float)
 
 
 def _block_sizes(shape, block) -> tuple[int, int]:
@@ -167,9 +169,13 @@ def _scales(x: torch.Tensor, block, qmax: float, ue8m0: bool, amax_floor: float,
 def _scaled_values(x: torch.Tensor, scale: torch.Tensor, block, shape) -> torch.Tensor:
     """x times 1/scale per element in fp32, as DeepGEMM's casts compute it (``x * (1.0 / sf)``), so the codes
     match theirs bit for bit (``x / scale`` rounds differently near a code's midpoint); a zero scale (an
-    all-zero block with amax_floor=0) gives zero codes, not NaN."""
+    all-zero block with amax_floor=0) gives zero codes, not NaN. A scale whose reciprocal overflows fp32 (below
+    2^-128: blocks of amax under ~1e-36 with amax_floor=0) divides instead, where 1/scale would saturate every
+    code."""
     full = expand_scale(scale, block, shape)
-    return torch.where(full == 0, torch.zeros_like(x), x * (1.0 / full))
+    inverse = 1.0 / full
+    scaled = torch.where(torch.isinf(inverse), x / full, x * inverse)
+    return torch.where(full == 0, torch.zeros_like(x), scaled)
 
 
 def _check_2d(x: torch.Tensor, what: str) -> None:
@@ -344,7 +350,7 @@ def cast_to_fp4(x: torch.Tensor, gran: int = 32, *, ue8m0: bool = False,
 def fp4_unpack(packed: torch.Tensor, cols: int) -> torch.Tensor:
     """e2m1 codes (uint8, one per element) from bytes holding two codes each."""
     low, high = packed & 0xF, packed >> 4
-    return torch.stack((low, high), dim=-1).reshape(*packed.shape[:-1], -1)[..., :cols]
+    return torch.stack((low, high), dim=-1).flatten(-2)[..., :cols]
 
 
 def fp4_values(codes: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:

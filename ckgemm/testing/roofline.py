@@ -6,6 +6,7 @@ writes its zeros. Padding and repeated tile loads are not work, so % of roofline
 """
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 
 import torch
@@ -59,15 +60,21 @@ PEAKS = (
              "datasheet: AMD Instinct MI355X, dense"),
 )
 
-# Substrings of torch.cuda.get_device_name() that pick a table row (most specific first).
+# Words of torch.cuda.get_device_name() that pick a table row (most specific first), matched as whole words:
+# "GH200" (a Grace Hopper superchip, its own memory) and "GB200" are not an H200 or a B200.
 _NAME_KEYS = (("H100 PCIe", "H100 PCIe"), ("H100", "H100 SXM"), ("H200", "H200"), ("B200", "B200"),
               ("MI300X", "MI300X"), ("MI325X", "MI325X"), ("MI355X", "MI355X"))
+# Parts that share a row's chip name but not its clocks or power: no row (no MFU) rather than the wrong one.
+_OTHER_PARTS = ("NVL",)
 
 
 def peak_for_name(name: str) -> Ceilings | None:
+    """The table row of a device name, or None where the table has no row for that part."""
     by_name = {c.name: c for c in PEAKS}
+    if any(re.search(rf"\b{part}\b", name, re.IGNORECASE) for part in _OTHER_PARTS):
+        return None
     for key, row in _NAME_KEYS:
-        if key.lower() in name.lower():
+        if re.search(rf"(?<![A-Za-z0-9]){re.escape(key)}(?![A-Za-z0-9])", name, re.IGNORECASE):
             return by_name[row]
     return None
 

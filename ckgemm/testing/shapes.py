@@ -111,10 +111,12 @@ def uniform(groups: int, m: int, n: int, k: int, purpose: str = "uniform groups"
 
 def variable(groups: int, m: int, n: int, k: int, seed: int, *, spread: float = 0.3,
              align: dict | None = None) -> Case:
-    """Shared N, K; each M drawn uniformly in m*(1 +- spread) (DeepGEMM's grouped tests use 0.3)."""
+    """Shared N, K (rounded up to ``align``'s multiples, as the other generators round them); each M drawn
+    uniformly in m*(1 +- spread) (DeepGEMM's grouped tests use 0.3)."""
     _at_least("groups", groups, 0)
     rng = random.Random(seed)
-    mm, _, _ = _multiples(align)
+    mm, nm, km = _multiples(align)
+    n, k = _round_up(n, nm), _round_up(k, km)
     ms = [max(mm, _round_up(int(m * rng.uniform(1 - spread, 1 + spread)), mm)) for _ in range(groups)]
     return Case(tuple((mi, n, k) for mi in ms), f"variable M around {m} (+-{spread:.0%})", seed)
 
