@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ckgemm  # noqa: E402
 from ckgemm.testing import Report, bench, check, device_info, grouped_gemm_reference_packed, measure_ceilings  # noqa: E402
 from ckgemm.testing.data import poisoned, random_tensor  # noqa: E402
-from ckgemm.testing.peers import peers as find_peers  # noqa: E402
+from ckgemm.testing.peers import checked, peers as find_peers  # noqa: E402
 from ckgemm.testing.roofline import group_bytes  # noqa: E402
 
 import common  # noqa: E402
@@ -56,7 +56,8 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
     gs = torch.tensor(sizes, dtype=torch.int32, device=device)
     out = poisoned((a.shape[0], n), rule.output, device)
     ckgemm.grouped_gemm_packed(a, b, gs, out=out)
-    _verify(out, a, b, sizes, dtype, k, f"{bc.name} {dtype_name}")
+    ref = grouped_gemm_reference_packed(a, b, sizes)  # ckgemm's forms and every peer are judged against it
+    _verify(out, a, b, sizes, dtype, k, f"{bc.name} {dtype_name}", ref=ref)
     paths = {"ckgemm packed": ckgemm.last_dispatch()}  # each form's own record (the list form may route elsewhere)
     path = paths["ckgemm packed"]
     flops = bc.case.flops
@@ -71,13 +72,14 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
         out.copy_(poisoned(out.shape, out.dtype, device))
         ckgemm.grouped_gemm_out(a_list, b_list, c_list)
         paths["ckgemm list"] = ckgemm.last_dispatch()
-        _verify(out, a, b, sizes, dtype, k, f"{bc.name} {dtype_name} list form")
+        _verify(out, a, b, sizes, dtype, k, f"{bc.name} {dtype_name} list form", ref=ref)
         timings["ckgemm list"] = bench(lambda: ckgemm.grouped_gemm_out(a_list, b_list, c_list), **timed)
     skipped = {}
     peer_fns = {}
     capturable = {}
     b_kn = b.transpose(-2, -1)
     for peer in ([] if args.only_ours else find_peers(list(a.split(sizes)), list(b_kn.unbind(0)), (a, b_kn, sizes))):
+        peer = checked(peer, list(ref.split(sizes)), sizes, [n] * len(sizes), dtype, [k] * len(sizes))
         if peer.fn is None:
             skipped[peer.name] = peer.reason
             continue

@@ -15,10 +15,10 @@ import torch
 from tabulate import tabulate
 
 import ckgemm
-from ckgemm.testing import Report, bench, device_info
+from ckgemm.testing import Report, bench, check, device_info, grouped_gemm_reference
 from ckgemm.testing.data import random_tensor
 from ckgemm.testing.kineto import breakdown
-from ckgemm.testing.peers import peers as find_peers
+from ckgemm.testing.peers import checked, peers as find_peers
 
 import common  # benchmarks/common.py: this script's folder is on sys.path
 
@@ -31,12 +31,27 @@ CASES = {  # name: per-group (M, N, K)
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": None, "int8": torch.int8}
 
 
-def peers_for(a, b) -> dict:
+def peers_for(a, b, refs) -> dict:
     """The harness's peers (ckgemm.testing.peers): the loop of the dtype's torch GEMM, and torch's grouped
-    op where the groups share N and K."""
+    op where the groups share N and K; each kept only when its output passes against ``refs``."""
     same = len({tuple(x.shape[1:]) for x in a}) == 1 and len({tuple(y.shape) for y in b}) == 1
-    packed = (torch.cat(a), torch.stack(b).transpose(-2, -1), [x.shape[0] for x in a]) if same else None
-    return {p.name: p.fn for p in find_peers(a, [y.t() for y in b], packed) if p.fn is not None}
+    ms, ns, ks = [x.shape[0] for x in a], [y.shape[0] for y in b], [x.shape[1] for x in a]
+    packed = (torch.cat(a), torch.stack(b).transpose(-2, -1), ms) if same else None
+    found = {}
+    for peer in find_peers(a, [y.t() for y in b], packed):
+        peer = checked(peer, refs, ms, ns, a[0].dtype, ks)
+        if peer.fn is None:
+            print(f"{peer.name}: n/a ({peer.reason})", flush=True)
+        else:
+            found[peer.name] = peer.fn
+    return found
+
+
+def verified(label: str, fn, refs, a) -> None:
+    """One call of a ckgemm form, its outputs checked against ``refs`` before it is timed."""
+    out = fn()
+    outs = list(torch.split(out, [x.shape[0] for x in a])) if isinstance(out, torch.Tensor) else list(out)
+    check(outs, refs, in_dtype=a[0].dtype, k=[x.shape[1] for x in a], name=label)
 
 
 def host_loop_us(fn, calls: int) -> float:
@@ -62,8 +77,11 @@ def run(name, shapes, dtype_name, dtype, args, device, report):
         pa, pb = torch.cat(a), torch.stack(b)
         pout = torch.empty((pa.shape[0], shapes[0][1]), dtype=c[0].dtype, device=device)
         forms["ckgemm packed"] = lambda: ckgemm.grouped_gemm_packed(pa, pb, sizes, out=pout)
+    refs = grouped_gemm_reference(a, b)
+    for label, fn in forms.items():
+        verified(f"{name} {dtype_name} {label}", fn, refs, a)
     return [timed_row(name, dtype_name, label, fn, args, device, report)
-            for label, fn in {**forms, **peers_for(a, b)}.items()]
+            for label, fn in {**forms, **peers_for(a, b, refs)}.items()]
 
 
 def timed_row(name, dtype_name, label, fn, args, device, report) -> dict:

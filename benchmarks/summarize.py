@@ -1,6 +1,9 @@
 #!/usr/bin/env python
 """One line per case x dtype from a bench_grouped_gemm.py JSON report: ckgemm against the best peer of
-the same run, eagerly (host overhead included) and under CUDA-graph replay (kernel time only).
+the same run, eagerly and under CUDA-graph replay (kernel time only). The eager time includes all host
+overhead only from a run with --sync (device idle at each call's start: end to end); without it calls queue
+behind the cache flush and the host's cost shows only where it exceeds that (the report's ``method`` says
+which).
 
     python benchmarks/summarize.py bench.json > summary.md
 """

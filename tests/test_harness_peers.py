@@ -45,3 +45,32 @@ def test_grouped_peer_packed_and_peers_list():
     both = peers(list(a.split(sizes)), list(b.transpose(-2, -1).unbind(0)), (a, b.transpose(-2, -1), sizes))
     assert [p.name for p in both][0] == "matmul loop" and len(both) == 2
     assert grouped_peer(a.to(torch.int8), b.to(torch.int8).transpose(-2, -1), sizes).reason.startswith("no torch")
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.int8], ids=["bf16", "int8"])
+def test_a_peer_is_checked_against_the_reference_before_it_is_timed(dtype):
+    """checked(): a right peer stays, a wrong one (one element off, or a group's output for another) becomes n/a
+    with the mismatch as its reason, and a peer that computes something else on purpose is left alone."""
+    import dataclasses
+
+    from ckgemm.testing.peers import Peer, checked
+
+    gen = generator(f"peers-checked-{dtype}")
+    sizes, n, k = [3, 0, 20], 16, 32
+    a = [rand_tensor((m, k), dtype, gen) for m in sizes]
+    b = [rand_tensor((n, k), dtype, gen) for _ in sizes]
+    refs = grouped_gemm_reference(a, b)
+    args = (refs, sizes, [n] * 3, dtype, [k] * 3)
+    right = loop_peer(a, [x.t() for x in b])
+    assert checked(right, *args) is right
+
+    def off_by_one():
+        outs = [o.clone() for o in right.fn()]
+        outs[1].view(-1)[5] += 1 if dtype == torch.int8 else float(outs[1].abs().max())
+        return outs
+    for wrong in (Peer("off by one", off_by_one), Peer("groups swapped", lambda: right.fn()[::-1])):
+        got = checked(wrong, *args)
+        assert got.fn is None and ("wrong result" in got.reason or "could not be checked" in got.reason), got
+    assert "group 2" in checked(Peer("off by one", off_by_one), *args).reason  # the group of the call, not of the loop
+    other = dataclasses.replace(Peer("integer product", off_by_one), comparable=False)
+    assert checked(other, *args) is other

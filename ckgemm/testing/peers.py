@@ -36,6 +36,7 @@ class Peer:
     fn: object | None  # zero-argument callable, or None when not available here
     reason: str = ""  # why not available
     capturable: bool = True  # False: it synchronises with the host, so no CUDA-graph timing
+    comparable: bool = True  # False: it computes something else on purpose (scaled int8's unscaled _int_mm loop)
 
 
 def _brief(reason: str, width: int = 160) -> str:
@@ -148,6 +149,43 @@ def aiter_loop_peer(a_list, bk_list, recipe: str = "none", sa_list=None, sb_list
     mats = [(a, bk.t().contiguous(), sa, sb) for a, bk, sa, sb in zip(a_list, bk_list, sa_list, sb_list)
             if a.shape[0] and bk.shape[1]]
     return _probe(name, lambda: [call(*m) for m in mats])
+
+
+def peer_groups(result, ms, ns) -> list[torch.Tensor]:
+    """A peer's result as the outputs of the groups with work (M_i > 0 and N_i > 0), in group order: a loop's
+    list (one output per such group; ``_int_mm``'s rows padded to 17 cut back to M_i) or a grouped op's packed
+    [sum M, N] tensor."""
+    working = [(m, n) for m, n in zip(ms, ns) if m and n]
+    if isinstance(result, torch.Tensor):
+        parts = torch.split(result, list(ms))
+        return [part for part, m, n in zip(parts, ms, ns) if m and n]
+    if len(result) != len(working):
+        raise ValueError(f"a peer returned {len(result)} outputs for {len(working)} groups with work")
+    return [out[:m] for out, (m, _) in zip(result, working)]
+
+
+def checked(peer: Peer, refs, ms, ns, in_dtype: torch.dtype, ks, scaled: bool = False) -> Peer:
+    """``peer`` when one call's output passes ``check`` against the run's per-group references ``refs`` (all
+    groups; those without work are skipped), else the peer as not available, with the mismatch as its reason:
+    a fast wrong peer is no peer to time. A peer that is already n/a is returned as it is."""
+    if peer.fn is None or not peer.comparable:
+        return peer
+    from .check import check  # (the harness's comparison; imported here to keep this module's import light)
+
+    work = [(g, r, k) for g, (r, m, n, k) in enumerate(zip(refs, ms, ns, ks)) if m and n]
+    try:
+        outs = peer_groups(peer.fn(), ms, ns)
+        report = check(outs, [r for _, r, _ in work], in_dtype=in_dtype, k=[k for _, _, k in work], scaled=scaled,
+                       name=peer.name, raise_on_failure=False)
+    except Exception as exc:  # noqa: BLE001 - a result that cannot be compared is no result to time either
+        return Peer(peer.name, None, _brief(f"its result could not be checked: {type(exc).__name__}: {exc}"),
+                    peer.capturable)
+    if report.passed:
+        return peer
+    worst = max(report.groups, key=lambda g: (not g.passed, g.stats.mismatches))
+    return Peer(peer.name, None, _brief(f"wrong result: {worst.stats.mismatches} mismatches in group "
+                                        f"{work[worst.group][0]} (max abs err {worst.stats.max_abs_err:.3g})"),
+                peer.capturable)
 
 
 def peers(a_list, bk_list, packed=None) -> list[Peer]:

@@ -33,6 +33,7 @@ class Prepared:
     backend: str | None = None
     scale_a: object = None  # scaled variants: per-group lists (list form) or tensors (packed)
     scale_b: object = None
+    refs: list | None = None  # the per-group references the outputs were judged against (peers are too)
 
     @property
     def scaled(self) -> bool:
@@ -154,6 +155,7 @@ def run_correctness(case, variant: Variant, layout: str, form: str, seed: int, d
     p = prepare(case, variant, layout, form, seed, device, backend)
     name = f"{variant.label} {layout} {form} {case}"
     outs, refs = _references(p, case)
+    p.refs = refs
     before = [t.clone() for t in _inputs(p)]
     try:
         p.call()

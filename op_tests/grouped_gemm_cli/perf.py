@@ -1,4 +1,5 @@
-"""Timing of one prepared run: ckgemm with cold caches, then each available peer in ABBA order against
+"""Timing of one prepared run: ckgemm with cold caches, then each available peer, its output first checked
+against the run's reference as ckgemm's was (a peer that fails is n/a, "wrong result"), in ABBA order against
 ckgemm (ratio of medians). FLOPs and bytes count real group sizes only; MFU is achieved TFLOP/s over
 the device's datasheet peak for the input dtype (``ckgemm.testing.roofline``)."""
 from __future__ import annotations
@@ -8,6 +9,8 @@ from dataclasses import dataclass, field
 import torch
 
 from ckgemm.testing import bench, paired_ab, roofline
+
+from ckgemm.testing.peers import checked
 
 from .peers import peers_for
 
@@ -65,7 +68,10 @@ class Timed:
 def time_run(p, case, recipe: str, warmup: int, repeat: int, device, aiter: bool = False) -> Timed:
     """Our BenchResult, then each peer of the run paired against ckgemm."""
     timed = Timed(bench(p.call, warmup=warmup, iters=repeat, device=device))
+    in_dtype = (p.a if p.form == "packed" else p.a[0]).dtype
     for column, peer in zip(PEER_COLUMNS, peers_for(p, case, recipe, aiter)):
+        if p.refs is not None:  # a peer's output is judged as ckgemm's was, before it is timed
+            peer = checked(peer, p.refs, case.ms, case.ns, in_dtype, case.ks, scaled=recipe != "none")
         if peer.fn is None:
             timed.peers.append(PeerTime(column, peer.name, reason=peer.reason))
             continue
