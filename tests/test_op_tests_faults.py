@@ -99,3 +99,22 @@ def test_timed_calls_that_stop_writing_fail(cli, monkeypatch, capsys):
     argv = [*SMALL, "--backend", "torch", "--dtype", "bf16", "--layout", "RC", "--warmup", "1", "--repeat", "2"]
     assert cli.main(argv) == 1
     assert "outputs of the timed calls no longer pass" in capsys.readouterr().out
+
+
+def test_a_reference_that_raises_fails_its_cell_and_the_run_goes_on(cli, monkeypatch, capsys):
+    """A harness reference that cannot be computed (it once raised on a single decode token) is a FAIL row of its
+    cell, not a traceback that ends the run."""
+    import sys
+
+    correctness = sys.modules["grouped_gemm_cli.correctness"]
+    real = correctness.grouped_gemm_reference
+
+    def raises_for_fp16(a, b, **kwargs):
+        if a[0].dtype == torch.float16:
+            raise IndexError("slice() cannot be applied to a 0-dim tensor")
+        return real(a, b, **kwargs)
+
+    monkeypatch.setattr(correctness, "grouped_gemm_reference", raises_for_fp16)
+    assert cli.main([*SMALL, "--backend", "torch", "--dtype", "fp16", "bf16", "--layout", "RC", "--no-perf"]) == 1
+    text = capsys.readouterr().out
+    assert "the reference raised IndexError" in text and "FAIL fp16" in text and "PASS bf16" in text

@@ -154,7 +154,11 @@ def run_correctness(case, variant: Variant, layout: str, form: str, seed: int, d
     against the same reference (after timing: the timed calls' results are checked too)."""
     p = prepare(case, variant, layout, form, seed, device, backend)
     name = f"{variant.label} {layout} {form} {case}"
-    outs, refs = _references(p, case)
+    try:
+        outs, refs = _references(p, case)
+    except Exception as exc:  # noqa: BLE001 - a reference that cannot be computed fails this cell, not the run
+        return Outcome(False, {"error": "reference"}, f"{name}: the reference raised {type(exc).__name__}: {exc}"), \
+            p, None
     p.refs = refs
     before = [t.clone() for t in _inputs(p)]
     try:
