@@ -40,21 +40,27 @@ def is_fake_tensor(t) -> bool:
 
 
 def spans_of(name: str, t: torch.Tensor) -> list[Rows]:
-    """The row models of a tensor: one (``rows_of``), none for a tensor without elements or memory, or, for a
-    3-D tensor whose batch stride is not its rows' (a slice of fused weights, ``w[:, :n]``), one per group,
-    so that memory between its groups stays free for outputs."""
-    shape = t.shape
-    if len(shape) == 3 and shape[0] > 1 and 0 not in shape and t.stride(0) != shape[1] * t.stride(1):
-        return [r for g in range(shape[0]) if (r := rows_of(name, t[g])) is not None]
+    """The row models of a tensor: ``rows_of``'s one (none for a tensor without elements or memory), or, for a
+    3-D tensor whose batch stride is not its rows' (a slice of fused weights, ``w[:, :n]``), one per group, so
+    that memory between its groups stays free for outputs (as the native validator's ``append_rows``). Fake
+    tensors (a compiled op's fake kernel) keep ``rows_of``'s one span over all the groups: a compiled graph
+    reused with an output at another offset of the weights' storage is not written (a torch issue with views
+    of one storage as a mutated argument and an input), so the trace refuses such outputs outright."""
     r = rows_of(name, t)
-    return [] if r is None else [r]
+    shape, stride = t.shape, t.stride()
+    irregular = len(shape) == 3 and shape[0] > 1 and stride[0] != shape[1] * stride[1]
+    if r is None or not irregular or r.space:  # (a space: a fake tensor's storage)
+        return [] if r is None else [r]
+    es, rows = t.element_size(), shape[1]  # real memory: each group's rows from the first's address
+    row_stride, width = stride[1] * es if rows > 1 else 0, shape[2] * es
+    return [Rows(name, r.base + g * stride[0] * es, rows, row_stride, width) for g in range(shape[0])]
 
 
 def rows_of(name: str, t: torch.Tensor) -> Rows | None:
-    """Row model of a 0-D, 1-D, 2-D or 3-D tensor whose innermost stride is 1 (a 3-D one with its groups'
-    rows evenly spaced: ``spans_of`` splits the others; higher ranks: one row over their span); None if it
-    holds no element or has no memory (a meta tensor: address 0). (Called on every validated call: few tensor
-    attribute reads, no tensor ops.)"""
+    """Row model of a 0-D, 1-D, 2-D or 3-D tensor whose innermost stride is 1 (a 3-D one whose batch stride
+    is not its rows', and higher ranks: one conservative row over their span, which ``spans_of`` splits
+    into groups); None if it holds no element or has no memory (a meta tensor: address 0). (Called on every
+    validated call: few tensor attribute reads, no tensor ops.)"""
     shape = tuple(t.shape)
     if 0 in shape:
         return None
@@ -73,9 +79,9 @@ def rows_of(name: str, t: torch.Tensor) -> Rows | None:
         return Rows(name, base, 1, 0, es, space)
     if len(shape) == 1:
         return Rows(name, base, 1, 0, shape[0] * es, space)
-    if len(shape) > 3:
-        # A rank no form takes, which validation refuses after this model's callers in the compiled fake
-        # kernels: one conservative row covering the whole span.
+    if len(shape) > 3 or (len(shape) == 3 and shape[0] > 1 and stride[0] != shape[1] * stride[1]):
+        # An irregular batch stride, or a rank no form takes (which validation refuses after this model's
+        # callers in the compiled fake kernels): one conservative row covering the whole span.
         span = sum((n - 1) * st for n, st in zip(shape, stride)) + 1
         return Rows(name, base, 1, 0, span * es, space)
     if len(shape) == 3:

@@ -22,7 +22,7 @@ from tabulate import tabulate
 
 from .report import Report, row_key
 
-STATUSES = ("regression", "correctness", "improvement", "same", "missing", "new", "untimed")
+STATUSES = ("regression", "correctness", "improvement", "same", "missing", "new", "untimed", "base unusable")
 
 
 def save_baseline(report: Report, path) -> Path:

@@ -125,7 +125,8 @@ def ue8m0_bytes(scale: torch.Tensor) -> torch.Tensor:
 
 
 def ue8m0_to_float(codes: torch.Tensor) -> torch.Tensor:
-    """Inverse of ``ue8m0_bytes``: byte e is 2^(e - 127) (OCP E8M0: 0x00 is 2^-127, 0xFF is NaN)."""
+    """Inverse of ``ue8m0_bytes``: byte e is 2^(e - 127) (OCP E8M0: 0x00 is 2^-127, 0xFF is NaN). 0x00 decodes
+    from outside bytes only: ``ue8m0_bytes`` refuses 2^-127, an fp32 subnormal, so the casts never make it."""
     as_float = (codes.to(torch.int32) << 23).view(torch.float32)  # exact for 0x01..0xFE
     as_float = torch.where(codes == 0, torch.full_like(as_float, 2.0 ** -127), as_float)
     return torch.where(codes == 0xFF, torch.full_like(as_float, float("nan")), as_float)

@@ -11,8 +11,7 @@ NOTHING_TO_RUN = "nothing to run: no selected dtype takes the selected --quant r
 def unwritable_outputs(args) -> str | None:
     """--json/--markdown/--csv paths that cannot be written: a folder, under a file, or not writable (the
     writers make missing folders)."""
-    bad = unwritable((flag, getattr(args, flag[2:], None)) for flag in ("--json", "--markdown", "--csv"))
-    return f"cannot write {', '.join(bad)}: a folder, under a file, or not writable" if bad else None
+    return unwritable((flag, getattr(args, flag[2:], None)) for flag in ("--json", "--markdown", "--csv"))
 
 
 def backend_problem(args, plan) -> str | None:

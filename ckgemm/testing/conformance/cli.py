@@ -123,9 +123,9 @@ def make_plan(args) -> Plan:
         raise UsageError("--iters must be >= 1 and --warmup >= 0")
     if data.seed_problem(args.seed):
         raise UsageError(data.seed_problem(args.seed))
-    bad = unwritable((flag, getattr(args, flag[2:])) for flag in ("--json", "--markdown", "--csv"))
-    if bad:
-        raise UsageError(f"cannot write {', '.join(bad)}: a folder, under a file, or not writable")
+    problem = unwritable((flag, getattr(args, flag[2:])) for flag in ("--json", "--markdown", "--csv"))
+    if problem:
+        raise UsageError(problem)
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     if device.type == "cuda" and not torch.cuda.is_available():
         raise UsageError("--device cuda: no CUDA device is visible here")

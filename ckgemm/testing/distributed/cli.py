@@ -91,9 +91,9 @@ def parse_args(argv=None) -> argparse.Namespace:
         parser.error(f"--timeout must be > 0, got {args.timeout}")
     if data.seed_problem(args.seed):
         parser.error(data.seed_problem(args.seed))
-    bad = unwritable([("--json", args.json)])
-    if bad:
-        parser.error(f"cannot write {bad[0]}: a folder, under a file, or not writable")
+    problem = unwritable([("--json", args.json)])
+    if problem:
+        parser.error(problem)
     if args.backend is not None:
         import ckgemm  # the op, imported lazily (the GEMM this flow runs; layer.py)
 
