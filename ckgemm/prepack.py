@@ -134,7 +134,7 @@ def _check_scales(op, b, layout, dtype, scales) -> None:
     for group, name, s, by_recipe, device in given:  # scale_b's shape under each recipe
         forms = ", ".join(f"{shapes[1][0]} = {shapes[1][1]}" for r, shapes in by_recipe.items()
                           if r != "block" or dtype.is_floating_point)
-        validate_scales.check_scale_tensor(op, group, name, s, device, f"one of {forms}")
+        validate_scales.check_scale_tensor(op, group, name, s, device, lambda: f"one of {forms}")
         recipes = [r for r, shapes in by_recipe.items() if tuple(s.shape) == shapes[1][0]]
         if not recipes:
             fail(op, group, name, s, f"fits no recipe for these weights; expected one of {forms}", Rule.SCALE_SHAPE)

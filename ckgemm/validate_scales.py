@@ -43,19 +43,21 @@ def _encoded_hint(dtype: torch.dtype) -> str:
     return ""
 
 
-def check_scale_tensor(op, group, name, s, device, wanted: str = "") -> None:
-    """A float32 tensor on the inputs' device that needs no grad. ``wanted``: the shapes it may take, for the
-    message (see ``_wanted``)."""
-    tail = f"; expected a float32 tensor on {device} of shape {wanted}" if wanted else ""
-    check_is_tensor(op, group, name, s, tail)
+def check_scale_tensor(op, group, name, s, device, wanted=None) -> None:
+    """A float32 tensor on the inputs' device that needs no grad. ``wanted``: a callable giving the shapes it may
+    take, for the message (see ``_wanted``), called only when the check fails (no text built on a valid call)."""
+    def tail() -> str:
+        return f"; expected a float32 tensor on {device} of shape {wanted()}" if wanted is not None else ""
+    if not isinstance(s, torch.Tensor):
+        check_is_tensor(op, group, name, s, tail())
     if s.layout != torch.strided:
-        fail(op, group, name, s, f"is a {s.layout} tensor; scales must be dense: call .to_dense() first{tail}",
+        fail(op, group, name, s, f"is a {s.layout} tensor; scales must be dense: call .to_dense() first{tail()}",
              Rule.SCALE_STRIDE)
     if s.dtype != torch.float32:
-        fail(op, group, name, s, f"scales must be float32, got {s.dtype}{tail}{_encoded_hint(s.dtype)}",
+        fail(op, group, name, s, f"scales must be float32, got {s.dtype}{tail()}{_encoded_hint(s.dtype)}",
              Rule.SCALE_DTYPE, InvalidTypeError)
     if s.device != device:
-        fail(op, group, name, s, f"is on {s.device}, but the inputs are on {device}{tail}", Rule.DEVICE)
+        fail(op, group, name, s, f"is on {s.device}, but the inputs are on {device}{tail()}", Rule.DEVICE)
     check_no_grad(op, group, name, s)
 
 
@@ -212,8 +214,8 @@ def list_scales(op, rule: DtypeRule, device, shapes, scale_a, scale_b) -> str:
     for g, ((m, n, k), sa, sb) in enumerate(zip(shapes, scale_a, scale_b)):
         expected = list_shapes(m, n, k, g)
         recipes = (first,) if first else _recipes(rule)
-        check_scale_tensor(op, g, f"scale_a[{g}]", sa, device, _wanted(expected, recipes, 0))
-        check_scale_tensor(op, g, f"scale_b[{g}]", sb, device, _wanted(expected, recipes, 1))
+        check_scale_tensor(op, g, f"scale_a[{g}]", sa, device, lambda: _wanted(expected, recipes, 0))
+        check_scale_tensor(op, g, f"scale_b[{g}]", sb, device, lambda: _wanted(expected, recipes, 1))
         recipe = _check_recipe(op, g, rule, _recipe_of(op, g, f"scale_a[{g}]", sa, _A_RANKS, expected, rule),
                                _recipe_of(op, g, f"scale_b[{g}]", sb, _A_RANKS, expected, rule), first, sa, sb, expected)
         first = first or recipe
@@ -229,8 +231,8 @@ def packed_scales(op, rule: DtypeRule, device, rows: int, groups: int, n: int, k
     if not _common(op, rule, scale_a, scale_b, lambda: _forms(packed_shapes(rows, groups, n, k), _recipes(rule))):
         return "none"
     expected_by_recipe = packed_shapes(rows, groups, n, k)
-    check_scale_tensor(op, None, "scale_a", scale_a, device, _wanted(expected_by_recipe, _recipes(rule), 0))
-    check_scale_tensor(op, None, "scale_b", scale_b, device, _wanted(expected_by_recipe, _recipes(rule), 1))
+    check_scale_tensor(op, None, "scale_a", scale_a, device, lambda: _wanted(expected_by_recipe, _recipes(rule), 0))
+    check_scale_tensor(op, None, "scale_b", scale_b, device, lambda: _wanted(expected_by_recipe, _recipes(rule), 1))
     recipe = _check_recipe(
         op, None, rule,
         _recipe_of(op, None, "scale_a", scale_a, _A_RANKS, expected_by_recipe, rule),
