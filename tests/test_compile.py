@@ -322,3 +322,20 @@ def test_a_plain_fake_tensor_mode_refuses_outputs_aliasing_inputs():
             with pytest.raises(ckgemm.InvalidArgumentError, match="out overlaps a"):
                 ckgemm.grouped_gemm_packed(buf, w, s, out=buf[:, :16])
             ckgemm.grouped_gemm_packed(buf, w, s, out=torch.empty(6, 16, dtype=_BF))
+
+
+def test_a_fullgraph_dynamic_scaled_call_with_a_wrong_type_carries_the_eager_message():
+    """Scale validation builds its expected-shapes text only on failure: with symbolic sizes, formatting it on
+    every call stopped Dynamo (str.join) before the eager error of a bad out_dtype could be reported."""
+    from ckgemm.testing import quant
+
+    a, sa = quant.per_token_cast_to_fp8(torch.randn(8, 256))
+    b, sb = quant.per_block_cast_to_fp8(torch.randn(2, 128, 256))
+    sizes = torch.tensor([3, 5])
+    call = lambda x, y, s: ckgemm.grouped_gemm_packed(x, y, s, scale_a=sa, scale_b=sb, out_dtype="bf16")  # noqa: E731
+    with pytest.raises(ckgemm.InvalidTypeError) as eager:
+        call(a, b, sizes)
+    torch._dynamo.reset()
+    with pytest.raises(Exception) as compiled:
+        torch.compile(call, fullgraph=True, dynamic=True, backend="eager")(a, b, sizes)
+    assert str(eager.value) in str(compiled.value)
