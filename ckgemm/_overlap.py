@@ -47,13 +47,17 @@ def spans_of(name: str, t: torch.Tensor) -> list[Rows]:
     reused with an output at another offset of the weights' storage is not written (a torch issue with views
     of one storage as a mutated argument and an input), so the trace refuses such outputs outright."""
     r = rows_of(name, t)
-    shape, stride = t.shape, t.stride()
-    irregular = len(shape) == 3 and shape[0] > 1 and stride[0] != shape[1] * stride[1]
-    if r is None or not irregular or r.space:  # (a space: a fake tensor's storage)
+    if r is None or r.space or not _irregular(t.shape, t.stride()):  # (a space: a fake tensor's storage)
         return [] if r is None else [r]
+    shape, stride = t.shape, t.stride()
     es, rows = t.element_size(), shape[1]  # real memory: each group's rows from the first's address
     row_stride, width = stride[1] * es if rows > 1 else 0, shape[2] * es
     return [Rows(name, r.base + g * stride[0] * es, rows, row_stride, width) for g in range(shape[0])]
+
+
+def _irregular(shape, stride) -> bool:
+    """A 3-D tensor of several groups whose batch stride is not its rows' (their rows are not evenly spaced)."""
+    return len(shape) == 3 and shape[0] > 1 and stride[0] != shape[1] * stride[1]
 
 
 def rows_of(name: str, t: torch.Tensor) -> Rows | None:
@@ -79,7 +83,7 @@ def rows_of(name: str, t: torch.Tensor) -> Rows | None:
         return Rows(name, base, 1, 0, es, space)
     if len(shape) == 1:
         return Rows(name, base, 1, 0, shape[0] * es, space)
-    if len(shape) > 3 or (len(shape) == 3 and shape[0] > 1 and stride[0] != shape[1] * stride[1]):
+    if len(shape) > 3 or _irregular(shape, stride):
         # An irregular batch stride, or a rank no form takes (which validation refuses after this model's
         # callers in the compiled fake kernels): one conservative row covering the whole span.
         span = sum((n - 1) * st for n, st in zip(shape, stride)) + 1

@@ -15,12 +15,13 @@ import torch  # noqa: E402
 
 import ckgemm  # noqa: E402
 from ckgemm.testing import Report, baseline, device_info, roofline  # noqa: E402
+from ckgemm.testing.report import unwritable  # noqa: E402
 from grouped_gemm_cli.args import parse_args  # noqa: E402
 from grouped_gemm_cli.bad_input import run_bad_inputs  # noqa: E402
 from grouped_gemm_cli.correctness import cell_row, output_dtype, run_correctness  # noqa: E402
 from grouped_gemm_cli.perf import mfu_pct, perf_line, time_run, work  # noqa: E402
 from grouped_gemm_cli.plan import cells, make_plan  # noqa: E402
-from grouped_gemm_cli.preflight import NOTHING_TO_RUN, backend_problem, unwritable_outputs  # noqa: E402
+from grouped_gemm_cli.preflight import NOTHING_TO_RUN, backend_problem  # noqa: E402
 from grouped_gemm_cli.summary import print_summary, write_csv  # noqa: E402
 
 def _header(args, plan) -> None:
@@ -132,7 +133,7 @@ def main(argv=None) -> int:
 
 def _main(argv) -> int:
     args = parse_args(argv)
-    problem = unwritable_outputs(args)
+    problem = unwritable(args)
     if problem:
         print(problem, file=sys.stderr)
         return 2

@@ -20,7 +20,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the helper package b
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
-from ckgemm.backends import BACKEND_NAMES  # noqa: E402
 from ckgemm.testing import Report, device_info  # noqa: E402
 from ckgemm.testing.distributed.launch import exit_rank, init_from_env, launch, pick_backend  # noqa: E402
 from ckgemm.testing.distributed.verdict import gather_to_rank0  # noqa: E402
@@ -28,7 +27,7 @@ from grouped_gemm_cli.args import parse_args  # noqa: E402
 from grouped_gemm_cli.bad_input import run_bad_inputs  # noqa: E402
 from grouped_gemm_cli.correctness import cell_row, run_correctness  # noqa: E402
 from grouped_gemm_cli.plan import cells, make_plan  # noqa: E402
-from grouped_gemm_cli.preflight import NOTHING_TO_RUN, backend_problem, unwritable_outputs  # noqa: E402
+from grouped_gemm_cli.preflight import without_a_gpu  # noqa: E402
 
 
 SHARDED_EPILOG = """The options below --timeout are test_grouped_gemm.py's; each rank checks its share of the cells
@@ -91,22 +90,6 @@ def run_shard(world, args) -> dict:
     return {"failures": int(failures)}
 
 
-def preflight(args) -> str | None:
-    """What test_grouped_gemm.py refuses before it runs, found without touching a GPU (no CUDA context in the
-    launcher, or on GPU 0 in every torchrun rank before it picks its own): the plan made for the CPU (the
-    same cells but for the fp8 flavour), and --backend's availability only where the ranks run on the CPU."""
-    problem = unwritable_outputs(args)
-    if problem:
-        return problem
-    plan = make_plan(argparse.Namespace(**{**vars(args), "device": "cpu"}))
-    if not plan.variants:
-        return NOTHING_TO_RUN
-    if args.backend is not None and args.backend not in BACKEND_NAMES:
-        return f"--backend: unknown backend {args.backend!r}; known: {', '.join(BACKEND_NAMES)}"
-    on_cpu = args.device == "cpu" or not torch.cuda.is_available()
-    return backend_problem(args, plan) if on_cpu else None
-
-
 def main(argv=None) -> int:
     launch_opts, rest = split_argv(sys.argv[1:] if argv is None else argv)
     args = parse_args(rest, prog="test_grouped_gemm_sharded.py", parents=[launch_parser()],
@@ -117,7 +100,7 @@ def main(argv=None) -> int:
         print(f"error: {', '.join(refused)}: a sharded sweep times nothing; run test_grouped_gemm.py for that",
               file=sys.stderr)
         return 2
-    problem = preflight(args)
+    problem = without_a_gpu(args)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2

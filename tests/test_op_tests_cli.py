@@ -143,7 +143,8 @@ def test_options_are_checked(cli):
 
 def test_a_moe_split_reruns_alone_with_the_printed_seed(cli, capsys):
     """Every --moe split comes from --seed, so --moe-dist d reruns the d case of a run of all four."""
-    argv = ["--moe", "--seed", "5", "-g", "4", "-m", "16", "-n", "32", "-k", "32", "-d", "bf16", "-l", "RC", "--no-perf"]
+    argv = ["--moe", "--seed", "5", "-g", "4", "-m", "16", "-n", "32", "-k", "32", "-d", "bf16", "-l", "RC",
+            "--no-perf"]
     assert cli.main(argv) == 0
     every = [line for line in capsys.readouterr().out.splitlines() if "zipf" in line and "packed" in line]
     assert cli.main([*argv, "--moe-dist", "zipf"]) == 0

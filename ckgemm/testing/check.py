@@ -145,8 +145,8 @@ def check(out, ref, *, rtol=None, atol=None, in_dtype: torch.dtype | None = None
     a readable report (per-group table, first mismatches with indices) when any group fails.
 
     Tolerances, per group:
-      - integer outputs: exact (any non-zero ``rtol``/``atol`` is an error); an int32 output against a wider
-        integer reference (the int64 of ``grouped_gemm_reference``) is compared with the reference wrapped to
+      - integer outputs: exact (any non-zero ``rtol``/``atol`` is an error); an int32 output against an int64
+        reference (``grouped_gemm_reference``'s) is compared with the reference wrapped to
         int32, as int8 GEMMs' int32 accumulators wrap (README: from K = 131072 with extreme codes);
       - ``rtol`` and ``atol`` given (floats, or one per group): used as given;
       - ``in_dtype`` and ``k`` given: derived from ``in_dtype``, ``out.dtype``, ``acc_dtype`` (default: the
@@ -187,8 +187,8 @@ def check(out, ref, *, rtol=None, atol=None, in_dtype: torch.dtype | None = None
         if tuple(o.shape) != tuple(r.shape):
             raise AssertionError(f"check {name!r}: group {g}: out shape {tuple(o.shape)} differs from "
                                  f"ref shape {tuple(r.shape)}")
-        if o.dtype == torch.int32 and r.dtype in (torch.int64, torch.uint64):  # the accumulator's modulo-2^32 sum
-            r = (torch.remainder(r.to(torch.int64) + 2**31, 2**32) - 2**31).to(torch.int32)
+        if o.dtype == torch.int32 and r.dtype == torch.int64:  # the accumulator's modulo-2^32 sum
+            r = (torch.remainder(r + 2**31, 2**32) - 2**31).to(torch.int32)
         rt, at = _group_tolerances(name, g, o, r, rtols[g], atols[g], in_dtype, ks[g], acc_dtype, k_batch, scaled)
         stats = error_stats(o, r, rt, at, max_examples=max_examples)
         diff = calc_diff(o, r) if max_diff is not None else None

@@ -115,8 +115,9 @@ def tolerance(in_dtype: torch.dtype, out_dtype: torch.dtype, acc_dtype: torch.dt
 #   ceil(K/depth) promoted adds. This is the worst case for any kernel (a rounding at every addition
 #   inside a block) as long as the partial sums stay within max|ref|'s binade, which the bound takes for
 #   them: heavy cancellation across K blocks (partials far above the outputs) can exceed it. How a tensor
-#   core orders and rounds its internal sums is undocumented and differs between Hopper's wgmma and CK's MFMA. ckgemm's own H200 tests use a tighter, measured model of
-#   CUTLASS on Hopper (one rounding per 32-deep MMA step: tests/support.py, distributed/checks.py).
+#   core orders and rounds its internal sums is undocumented and differs between Hopper's wgmma and CK's
+#   MFMA. ckgemm's own H200 tests use a tighter, measured model of CUTLASS on Hopper (one rounding per
+#   32-deep MMA step: tests/support.py, distributed/checks.py).
 # - int8: int32 sums are exact; one conversion to fp32 and two scale multiplies (3 fp32 roundings).
 # - both: the output rounding: half an ulp relative (rtol); atol at max|ref|'s binade, the larger of twice
 #   the accumulation bound and one output ulp, and at least the output's subnormal step (fp16: 2^-24).

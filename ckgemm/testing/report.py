@@ -45,10 +45,12 @@ def writable_path(path) -> bool:
         return False
 
 
-def unwritable(flags_and_paths) -> str | None:
-    """What a command line refuses (exit 2) before it runs anything: the (flag, path) pairs given whose report
-    cannot be written (``writable_path``), as one message; None when every given path can be."""
-    bad = [f"{flag} {path}" for flag, path in flags_and_paths if path and not writable_path(path)]
+def unwritable(args, flags=("--json", "--markdown", "--csv")) -> str | None:
+    """What a command line refuses (exit 2) before it runs anything: the report paths of ``args`` (an argparse
+    namespace) under ``flags`` that are given and cannot be written (``writable_path``), as one message; None
+    when every given path can be."""
+    paths = [(flag, getattr(args, flag[2:].replace("-", "_"), None)) for flag in flags]
+    bad = [f"{flag} {path}" for flag, path in paths if path and not writable_path(path)]
     return f"cannot write {', '.join(bad)}: a folder, under a file, or not writable" if bad else None
 
 

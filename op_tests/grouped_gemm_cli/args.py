@@ -147,8 +147,8 @@ def parse_args(argv=None, prog: str = "test_grouped_gemm.py", parents=(), **text
     for name in ("m", "n", "k"):
         if getattr(args, name) < 0:
             parser.error(f"--{name} must be >= 0")
-    if data.seed_problem(args.seed):
-        parser.error(data.seed_problem(args.seed))
+    if problem := data.seed_problem(args.seed):
+        parser.error(problem)
     if args.moe_dist is not None and not args.moe:
         parser.error("--moe-dist picks the token split of the --moe cases; add --moe")
     args.moe_dist = args.moe_dist or "all"

@@ -121,9 +121,7 @@ def make_plan(args) -> Plan:
         raise UsageError("--op is required (pkg.module:function or a built-in adapter name)")
     if args.iters < 1 or args.warmup < 0:
         raise UsageError("--iters must be >= 1 and --warmup >= 0")
-    if data.seed_problem(args.seed):
-        raise UsageError(data.seed_problem(args.seed))
-    problem = unwritable((flag, getattr(args, flag[2:])) for flag in ("--json", "--markdown", "--csv"))
+    problem = data.seed_problem(args.seed) or unwritable(args)
     if problem:
         raise UsageError(problem)
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))

@@ -89,9 +89,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         parser.error("--steps and --iters must be >= 1, --warmup >= 0")
     if not args.timeout > 0:
         parser.error(f"--timeout must be > 0, got {args.timeout}")
-    if data.seed_problem(args.seed):
-        parser.error(data.seed_problem(args.seed))
-    problem = unwritable([("--json", args.json)])
+    problem = data.seed_problem(args.seed) or unwritable(args, ("--json",))
     if problem:
         parser.error(problem)
     if args.backend is not None:
