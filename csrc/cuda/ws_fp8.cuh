@@ -30,6 +30,10 @@
 
 namespace ckgemm::ws {
 
+#ifndef CKGEMM_WS_AHEAD
+#define CKGEMM_WS_AHEAD 1
+#endif
+
 // How block scales reach the consumers (Feed; Block recipe only, launch() picks it at run time: ws_fp8_launch.cuh):
 // kFeedWarp, a producer warp copies the stage's scales with cp.async; kFeedTma, DeepGEMM's feed: the TMA thread
 // bulk-copies the stage's A scales from an MN-major copy (ws_fp8_scales.cuh, made by the launch in the op's
@@ -135,16 +139,21 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
         asm volatile("cp.async.wait_all;" ::: "memory");
         asm volatile("bar.sync %0, 128;" :: "r"(1 + wg) : "memory");
       }
-      if (u + clusters < units) {
-        t_next = decode(s, p.groups, u + clusters, rank);
-        if constexpr (kScaleTma) fetch_b(t_next, buf ^ 1);
-      }
       const int cur = buf;
       buf ^= 1;
+      // The next tile and its B scales: here (CKGEMM_WS_AHEAD 1), or under the first k-block's wgmmas (2).
+      auto ahead = [&] {
+        if (u + clusters < units) {
+          t_next = decode(s, p.groups, u + clusters, rank);
+          if constexpr (kScaleTma) fetch_b(t_next, cur ^ 1);
+        }
+      };
       // A warp group whose 64 rows hold none of the group's rows (DeepGEMM skips these too), or a multicast
       // pair's tile past N, has nothing to compute or store: it waits for its k-blocks and releases them, so
       // the ring stays in step (docs/PERF_2026-12-03e.md: up to 4% on many small groups).
-      if (__shfl_sync(0xffffffffu, static_cast<int>(t.m_local0 + wg * 64 >= t.m_g || t.n0 >= p.n), 0)) {
+      const bool skip = __shfl_sync(0xffffffffu, static_cast<int>(t.m_local0 + wg * 64 >= t.m_g || t.n0 >= p.n), 0);
+      if (CKGEMM_WS_AHEAD == 1 || skip || k_blocks == 0) ahead();
+      if (skip) {
         for (int kb = 0; kb < k_blocks; ++kb) {
           Barrier::wait(&s.full[stage], phase);
           if (lane < 2) Barrier::arrive(&s.empty[stage], lane, 1);  // lane 0 here, lane 1 the other CTA
@@ -178,6 +187,8 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
               mma_call<Mma<Cfg::kMmaN>>(desc_of(da + 2 * kk), desc_of(db + 2 * kk), tmp, kk > 0,
                                         std::make_index_sequence<kTmp>{});
             cute::warpgroup_commit_batch();
+            if constexpr (CKGEMM_WS_AHEAD == 2)
+              if (h == 0 && kb == 0) ahead();
             if (h == 0) {
               // kFeedWarp reads the scales under the wgmmas (a load issued before wgmma.fence, which waits for every
               // register write in flight, would stall the MMAs' issue for its latency); kFeedTma read them above.
