@@ -30,6 +30,10 @@
 
 namespace ckgemm::ws {
 
+#ifndef CKGEMM_WS_AHEAD
+#define CKGEMM_WS_AHEAD 1
+#endif
+
 // How block scales reach the consumers (Feed; Block recipe only, launch() picks it at run time: ws_fp8_launch.cuh):
 // kFeedWarp, a producer warp copies the stage's scales with cp.async; kFeedTma, DeepGEMM's feed: the TMA thread
 // bulk-copies the stage's A scales from an MN-major copy (ws_fp8_scales.cuh, made by the launch in the op's
@@ -112,26 +116,50 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
     // k-block's descriptors are a uniform-register add rather than vector arithmetic moved by R2UR.
     const uint32_t a_lo0 = __shfl_sync(0xffffffffu, smem_desc_lo(s.a[0] + wg * 64 * kBlockK), 0);
     const uint32_t b_lo0 = __shfl_sync(0xffffffffu, smem_desc_lo(s.b[0]), 0);
+    // kFeedTma: each warp group copies a tile's B scales for every k-block into one of two shared buffers with
+    // cp.async a tile ahead (no register is written, so the wgmma fences do not wait for the copies), and waits
+    // for them at the tile's start: one named barrier a tile, no global-load latency before its first wgmma.
+    auto fetch_b = [&](const Tile& tn, int buf) {
+      const float* b0p = b_block_scales(p, tn.g, tn.n0 / 128, k_blocks);
+      const float* b1p = b_block_scales(p, tn.g, tn.n0 / 128 + 1, k_blocks);
+      for (int i = tid % 128; i < 2 * k_blocks; i += 128)
+        cp_async_f32(&s.sbt[buf][wg][i >= k_blocks][i % k_blocks], i < k_blocks ? b0p + i : b1p + (i - k_blocks));
+      asm volatile("cp.async.commit_group;" ::: "memory");
+    };
+    int buf = 0;
+    Tile t_next{};
+    if (cluster < units) {
+      t_next = decode(s, p.groups, cluster, rank);
+      if constexpr (kScaleTma) fetch_b(t_next, 0);
+    }
     for (int u = cluster; u < units; u += clusters) {
-      const Tile t = decode(s, p.groups, u, rank);
+      const Tile t = t_next;
+      if constexpr (kScaleTma) {  // this tile's copies landed (each thread's, then all of the warp group's), and
+        // every thread is past the last tile's reads of the other buffer, which the next tile's copies now fill
+        asm volatile("cp.async.wait_all;" ::: "memory");
+        asm volatile("bar.sync %0, 128;" :: "r"(1 + wg) : "memory");
+      }
+      const int cur = buf;
+      buf ^= 1;
+      // The next tile and its B scales: here (CKGEMM_WS_AHEAD 1), or under the first k-block's wgmmas (2).
+      auto ahead = [&] {
+        if (u + clusters < units) {
+          t_next = decode(s, p.groups, u + clusters, rank);
+          if constexpr (kScaleTma) fetch_b(t_next, cur ^ 1);
+        }
+      };
       // A warp group whose 64 rows hold none of the group's rows (DeepGEMM skips these too), or a multicast
       // pair's tile past N, has nothing to compute or store: it waits for its k-blocks and releases them, so
       // the ring stays in step (docs/PERF_2026-12-03e.md: up to 4% on many small groups).
-      if (__shfl_sync(0xffffffffu, static_cast<int>(t.m_local0 + wg * 64 >= t.m_g || t.n0 >= p.n), 0)) {
+      const bool skip = __shfl_sync(0xffffffffu, static_cast<int>(t.m_local0 + wg * 64 >= t.m_g || t.n0 >= p.n), 0);
+      if (CKGEMM_WS_AHEAD == 1 || skip || k_blocks == 0) ahead();
+      if (skip) {
         for (int kb = 0; kb < k_blocks; ++kb) {
           Barrier::wait(&s.full[stage], phase);
           if (lane < 2) Barrier::arrive(&s.empty[stage], lane, 1);  // lane 0 here, lane 1 the other CTA
           if (++stage == kStages) { stage = 0; phase ^= 1; }
         }
         continue;
-      }
-      if constexpr (kScaleTma) {  // this warp group's copy of the tile's B scales (named barrier 1 + wg: its 128 threads)
-        asm volatile("bar.sync %0, 128;" :: "r"(1 + wg) : "memory");  // its last tile's reads are done
-        const float* b0p = b_block_scales(p, t.g, t.n0 / 128, k_blocks);
-        const float* b1p = b_block_scales(p, t.g, t.n0 / 128 + 1, k_blocks);
-        for (int i = tid % 128; i < 2 * k_blocks; i += 128)
-          s.sbt[wg][i >= k_blocks][i % k_blocks] = __ldg(i < k_blocks ? b0p + i : b1p + (i - k_blocks));
-        asm volatile("bar.sync %0, 128;" :: "r"(1 + wg) : "memory");
       }
       const int sa_off = r_lo + (t.row0 & 3);  // kFeedTma: this thread's first row in the stage's 132 A scales
       const int split = (t.n0 / 128 + 1) * 128 - t.n0;  // Block: columns [0, split) use the stage's sb[0], the rest sb[1]
@@ -144,7 +172,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
 #pragma unroll (kScaleTma ? 8 : 1)
         for (int kb = 0; kb < k_blocks; ++kb) {
           [[maybe_unused]] float a_lo = 1.f, a_hi = 1.f, b0 = 1.f, b1 = 1.f;
-          if constexpr (kScaleTma) { b0 = s.sbt[wg][0][kb]; b1 = s.sbt[wg][1][kb]; }  // before the wait, as DeepGEMM
+          if constexpr (kScaleTma) { b0 = s.sbt[cur][wg][0][kb]; b1 = s.sbt[cur][wg][1][kb]; }  // before the wait, as DeepGEMM
           Barrier::wait(&s.full[stage], phase);
           if constexpr (kScaleTma) { a_lo = s.sa[stage][sa_off]; a_hi = s.sa[stage][sa_off + 8]; }  // before the fence
 #pragma unroll
@@ -159,6 +187,8 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
               mma_call<Mma<Cfg::kMmaN>>(desc_of(da + 2 * kk), desc_of(db + 2 * kk), tmp, kk > 0,
                                         std::make_index_sequence<kTmp>{});
             cute::warpgroup_commit_batch();
+            if constexpr (CKGEMM_WS_AHEAD == 2)
+              if (h == 0 && kb == 0) ahead();
             if (h == 0) {
               // kFeedWarp reads the scales under the wgmmas (a load issued before wgmma.fence, which waits for every
               // register write in flight, would stall the MMAs' issue for its latency); kFeedTma read them above.

@@ -64,7 +64,7 @@ struct alignas(1024) Smem {
   // tile's two B blocks for every k-block (kFeedTma).
   float sa[Config<BN, McastB>::kStages][kBulkScaleRows];
   float sb[Config<BN, McastB>::kStages][2];
-  float sbt[2][2][kMaxKBlocks];
+  float sbt[2][2][2][kMaxKBlocks];  // [buffer][warp group][B block][k-block]: a tile's, and the next tile's in flight
   uint64_t full[Config<BN, McastB>::kStages], empty[Config<BN, McastB>::kStages];
   int row_start[kMaxGroups + 1], unit_start[kMaxGroups + 1];
   int bad;
