@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Scaled fp8 (and int8) grouped GEMM against its peers, in one process: block scales (1x128 tokens,
 128x128 weights) against DeepGEMM's m_grouped_fp8_gemm_nt_contiguous (sgl-deep-gemm, timed on its own
-128-row-aligned layout, FLOPs counted over real rows only), row scales against torch._scaled_grouped_mm,
+128-row-aligned layout, FLOPs counted over real rows only) on prefill and its m_grouped_fp8_gemm_nt_masked
+on decode (each expert's rows in its own slot of a [G, M_max, K] buffer), row scales against torch._scaled_grouped_mm,
 tensor scales alone. Every output is checked against the harness reference with the same quantization
 before it is timed. End to end (device idle at the start) and CUDA-graph replay; where the recipe has a peer,
 ours and the peer are timed in A B B A order (two rounds of --iters calls, pooled), else ours alone.
@@ -43,13 +44,31 @@ def verify(out, ref, dtype, k, name):
         raise AssertionError(f"{name}: {stats}; calc_diff {diff:.3g} (bound {scaled_max_diff(torch.bfloat16):.3g})")
 
 
-def deepgemm_peer(a, sa, b, sb, sizes, out_dtype):
-    """DeepGEMM's contiguous grouped layout: each expert's rows padded to the alignment it asks for, a
-    per-row expert index (-1 on padding rows). Built once here, outside the timed call."""
+def _deep_gemm():
+    """The deep_gemm module, or None and why not."""
     try:
         import deep_gemm
     except Exception as exc:  # noqa: BLE001 - not installed or does not load: no peer
         return None, f"deep_gemm unavailable: {str(exc).splitlines()[0][:80]}"
+    return deep_gemm, ""
+
+
+def _first_call(call, result):
+    """((call, result), "") once call has run, else (None, why): a refusal means no peer for this case."""
+    try:
+        call()
+        torch.cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001
+        return None, f"deep_gemm refused: {str(exc).splitlines()[0][:80]}"
+    return (call, result), ""
+
+
+def deepgemm_peer(a, sa, b, sb, sizes, out_dtype):
+    """DeepGEMM's contiguous grouped layout: each expert's rows padded to the alignment it asks for, a
+    per-row expert index (-1 on padding rows). Built once here, outside the timed call."""
+    deep_gemm, why = _deep_gemm()
+    if deep_gemm is None:
+        return None, why
     align = deep_gemm.get_mk_alignment_for_contiguous_layout()
     padded = [-(-m // align) * align for m in sizes]
     rows = sum(padded)
@@ -61,22 +80,36 @@ def deepgemm_peer(a, sa, b, sb, sizes, out_dtype):
         ap[dst:dst + m], sap[dst:dst + m], index[dst:dst + m] = a[src:src + m], sa[src:src + m], g
         src, dst = src + m, dst + p
     d = torch.empty((rows, b.shape[1]), dtype=out_dtype, device=a.device)
-
-    def call():
-        deep_gemm.m_grouped_fp8_gemm_nt_contiguous((ap, sap), (b, sb), d, index)
-
-    try:
-        call()
-        torch.cuda.synchronize()
-    except Exception as exc:  # noqa: BLE001 - a refusal means no peer for this case
-        return None, f"deep_gemm refused: {str(exc).splitlines()[0][:80]}"
     keep = torch.cat([torch.arange(o, o + m, device=a.device) for o, m in zip(
         torch.tensor([0] + padded[:-1]).cumsum(0).tolist(), sizes) if m]) if rows else None
+    return _first_call(lambda: deep_gemm.m_grouped_fp8_gemm_nt_contiguous((ap, sap), (b, sb), d, index),
+                       lambda: d[keep])
 
-    def result():
-        return d[keep]
 
-    return (call, result), ""
+def deepgemm_masked_peer(a, sa, b, sb, sizes, out_dtype):
+    """DeepGEMM's decode kernel, m_grouped_fp8_gemm_nt_masked: each expert's rows at the start of its own
+    slot of a [G, M_max, K] buffer (M_max: the largest expert rounded up to DeepGEMM's alignment), the real
+    counts on the device and the mean count as its expected_m. Built once here, outside the timed call."""
+    deep_gemm, why = _deep_gemm()
+    if deep_gemm is None:
+        return None, why
+    align = deep_gemm.get_mk_alignment_for_contiguous_layout()
+    experts, m_max = len(sizes), max(align, -(-max(sizes, default=0) // align) * align)
+    am = torch.zeros((experts, m_max, a.shape[1]), dtype=a.dtype, device=a.device)
+    sam = torch.ones((experts, m_max, sa.shape[1]), dtype=sa.dtype, device=a.device)
+    src = 0
+    for g, m in enumerate(sizes):
+        am[g, :m], sam[g, :m] = a[src:src + m], sa[src:src + m]
+        src += m
+    d = torch.empty((experts, m_max, b.shape[1]), dtype=out_dtype, device=a.device)
+    masked_m = torch.tensor(sizes, dtype=torch.int32, device=a.device)
+    expected_m = max(1, -(-sum(sizes) // max(experts, 1)))
+    masked = getattr(deep_gemm, "fp8_m_grouped_gemm_nt_masked", None)  # the 0.1.0 wheel's name for it
+    masked = masked or getattr(deep_gemm, "m_grouped_fp8_gemm_nt_masked", None)
+    if masked is None:
+        return None, "deep_gemm has no fp8 masked grouped GEMM"
+    return _first_call(lambda: masked((am, sam), (b, sb), d, masked_m, expected_m),
+                       lambda: torch.cat([d[g, :m] for g, m in enumerate(sizes)]))
 
 
 def scaled_grouped_mm_peer(a, sa, b, sb, sizes):
@@ -116,9 +149,11 @@ def run(name, recipe, dtype, args, device, report, ceilings):
     config = ckgemm.last_dispatch().config_summary
     notes, peer, peer_name = [], None, None
     if dtype != torch.int8 and recipe in ("block", "row"):
-        peer_name = "DeepGEMM" if recipe == "block" else "_scaled_grouped_mm"
-        found, why = (deepgemm_peer(a, sa, b, sb, sizes, torch.bfloat16) if recipe == "block" else
-                      scaled_grouped_mm_peer(a, sa, b, sb, sizes))
+        # decode: DeepGEMM's masked kernel, the one it ships for decode (its contiguous layout would pad
+        # 5-27 rows per expert to 128, about 8x the real rows' work)
+        peer_name = "_scaled_grouped_mm" if recipe == "row" else "DeepGEMM masked" if decode else "DeepGEMM"
+        found, why = (scaled_grouped_mm_peer(a, sa, b, sb, sizes) if recipe == "row" else
+                      (deepgemm_masked_peer if decode else deepgemm_peer)(a, sa, b, sb, sizes, torch.bfloat16))
         if found is None:
             notes.append(why)
         else:
