@@ -2,7 +2,10 @@
 """ckgemm against its peers on this GPU, in one process: every case x dtype, our packed form (and the
 list form for non-MoE cases), each output checked against the harness reference before it is timed.
 
-Timing: ckgemm.testing.bench (device events per call, L2 flushed outside the timed window, median).
+Timing: ckgemm.testing.bench (device events per call, L2 flushed outside the timed window, median). Every
+contestant of a case is timed twice, in the order A B ... B A (``there_and_back``), half the iterations a
+pass, so that drift in clocks over the run hits all alike; the medians are over both passes, and the spread
+columns give the two passes' difference.
 Ceilings (copy bandwidth, dense matmul TFLOP/s) are measured in the same run. Writes JSON and markdown.
 
     python benchmarks/bench_grouped_gemm.py --json bench.json --markdown bench.md
@@ -18,6 +21,8 @@ from tabulate import tabulate
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ckgemm  # noqa: E402
 from ckgemm.testing import Report, bench, check, device_info, grouped_gemm_reference_packed, measure_ceilings  # noqa: E402
+from ckgemm.testing import there_and_back  # noqa: E402
+from ckgemm.testing.bench import pool  # noqa: E402
 from ckgemm.testing.data import poisoned, random_tensor  # noqa: E402
 from ckgemm.testing.peers import checked, peers as find_peers  # noqa: E402
 from ckgemm.testing.roofline import group_bytes  # noqa: E402
@@ -49,6 +54,19 @@ def _verify(out, a, b, sizes, dtype, k, name, ref=None):
               in_dtype=dtype, k=k, name=name)
 
 
+def interleaved(fns: dict, iters: int, **bench_kwargs):
+    """({name: BenchResult over both passes}, {name: spread %}): each function timed in two passes of
+    ``iters // 2`` calls, in the order A B ... B A."""
+    runs = {name: [] for name in fns}
+
+    def time_one(name):
+        runs[name].append(bench(fns[name], iters=max(iters // 2, 1), **bench_kwargs))
+        return runs[name][-1].median_ms
+
+    spread = {name: v[1] for name, v in there_and_back(list(fns), time_one).items()}
+    return {name: pool(r, "two passes, A B ... B A") for name, r in runs.items()}, spread
+
+
 def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
     sizes, a, b = _inputs(bc.case, dtype, device, args.seed)
     n, k = bc.case.ns[0], bc.case.ks[0]
@@ -63,8 +81,7 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
     flops = bc.case.flops
     nbytes = group_bytes(bc.case.shapes, a.element_size(), out.element_size())
     common = dict(dtype=dtype_name, layout="RC", shape=bc.name, flops=flops, nbytes=nbytes, ceilings=ceilings)
-    timed = dict(warmup=args.warmup, iters=args.iters, device=device, sync=args.sync)
-    timings = {"ckgemm packed": bench(lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out), **timed)}
+    fns = {"ckgemm packed": lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out)}
     if not bc.decode and bc.case.groups <= 8:
         a_list = list(a.split(sizes))
         b_list = list(b.unbind(0))
@@ -73,9 +90,8 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
         ckgemm.grouped_gemm_out(a_list, b_list, c_list)
         paths["ckgemm list"] = ckgemm.last_dispatch()
         _verify(out, a, b, sizes, dtype, k, f"{bc.name} {dtype_name} list form", ref=ref)
-        timings["ckgemm list"] = bench(lambda: ckgemm.grouped_gemm_out(a_list, b_list, c_list), **timed)
+        fns["ckgemm list"] = lambda: ckgemm.grouped_gemm_out(a_list, b_list, c_list)
     skipped = {}
-    peer_fns = {}
     capturable = {}
     b_kn = b.transpose(-2, -1)
     for peer in ([] if args.only_ours else find_peers(list(a.split(sizes)), list(b_kn.unbind(0)), (a, b_kn, sizes))):
@@ -83,16 +99,17 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
         if peer.fn is None:
             skipped[peer.name] = peer.reason
             continue
-        peer_fns[peer.name] = peer.fn
-        timings[peer.name] = bench(peer.fn, **timed)
+        fns[peer.name] = peer.fn
         if peer.capturable:
             capturable[peer.name] = peer.fn
         else:
             skipped[f"{peer.name} (graph)"] = "synchronises with the host: not capturable"
-    graph = {}
+    timings, spread = interleaved(fns, args.iters, warmup=args.warmup, device=device, sync=args.sync)
+    graph, graph_spread = {}, {}
     if args.graph:  # kernel time without host overhead: what a CUDA-graph serving loop sees
-        for name, fn in {"ckgemm packed": lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out), **capturable}.items():
-            graph[name] = bench(fn, warmup=args.warmup, iters=args.iters, device=device, graph=True).median_ms
+        replays, graph_spread = interleaved({"ckgemm packed": fns["ckgemm packed"], **capturable}, args.iters,
+                                            warmup=args.warmup, device=device, graph=True)
+        graph = {name: r.median_ms for name, r in replays.items()}
     ours = timings["ckgemm packed"].median_ms
     peers = {k: v.median_ms for k, v in timings.items() if not k.startswith("ckgemm")}
     best_peer = min(peers, key=peers.get) if peers else None
@@ -106,7 +123,8 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
     weight_bytes = b.numel() * b.element_size()
     line = {"case": bc.name, "dtype": dtype_name, "ckgemm ms": ours, "TFLOP/s": flops / ours / 1e9,
             "best peer": best_peer or "none", "peer ms": peers.get(best_peer), "ratio": (peers[best_peer] / ours)
-            if best_peer else None}
+            if best_peer else None, "spread %": spread["ckgemm packed"],
+            "peer spread %": spread.get(best_peer)}
     if bc.decode:
         line["weight BW % copy"] = 100 * weight_bytes / (ours / 1e3) / (ceilings.hbm_tbs * 1e12)
     if bc.dense_size and dtype_name in dense:
@@ -118,6 +136,7 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
         best_g = min(peers_g, key=peers_g.get) if peers_g else None
         line["graph ms"] = graph.get("ckgemm packed")
         line["graph ratio"] = peers_g[best_g] / graph["ckgemm packed"] if best_g and "ckgemm packed" in graph else None
+        line["graph spread %"] = graph_spread.get("ckgemm packed")
     line["not run"] = "; ".join(f"{k}: {v}" for k, v in skipped.items()) or ""
     return line
 

@@ -146,6 +146,37 @@ def test_there_and_back_times_forwards_then_backwards():
 
 
 
+def test_pool_joins_runs_and_keeps_the_last_runs_record():
+    from ckgemm.testing.bench import pool
+
+    first = BenchResult([1.0, 3.0], "cuda-events", "flush 1 MiB", 5, "dev0", notes=["x"])
+    last = BenchResult([2.0], "cuda-graph", "warm", 2, "dev1")
+    joined = pool([first, last], "two passes")
+    assert joined.times_ms == [1.0, 3.0, 2.0] and joined.median_ms == 2.0 and joined.notes == ["two passes"]
+    assert (joined.method, joined.cold, joined.warmup, joined.device) == ("cuda-graph", "warm", 2, "dev1")
+    assert pool([first], "given", [7.0]).times_ms == [7.0]
+
+
+def test_bench_grouped_gemm_times_every_contestant_there_and_back(monkeypatch):
+    """The benchmark's peers are interleaved with ckgemm (A B ... B A), not timed after it."""
+    import os
+    import sys
+
+    # a copy of the path, restored after the test (the script puts its own folder first too)
+    monkeypatch.setattr(sys, "path", [os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks"), *sys.path])
+    import bench_grouped_gemm
+
+    order = []
+    fns = {name: (lambda name=name, ms=ms: (order.append(name), _sleeper(ms)())) for name, ms in
+           (("ckgemm packed", 2.0), ("peer", 6.0))}
+    results, spread = bench_grouped_gemm.interleaved(fns, 4, warmup=0, device="cpu")
+    passes = [order[i] for i in range(0, len(order), 2)]
+    assert passes == ["ckgemm packed", "peer", "peer", "ckgemm packed"]
+    assert all(len(r.times_ms) == 4 for r in results.values()) and set(spread) == set(fns)
+    assert results["ckgemm packed"].median_ms < results["peer"].median_ms
+    assert all(s >= 0 for s in spread.values())
+
+
 def test_breakdown_separates_kernels_from_the_host_gap():
     b = Breakdown(calls=4, wall_us=50.0, kernel_us=30.0, kernels={"gemm": 28.0, "args": 2.0}, launches=2.0)
     assert b.host_gap_us == 20.0

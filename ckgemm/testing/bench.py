@@ -366,8 +366,14 @@ def paired_ab(fn_a, fn_b, *, rounds: int = 4, iters: int = 10, warmup: int = 3, 
             medians[side] = res.median_ms
             order.append(side)
         round_ratios.append(medians["A"] / medians["B"])
-    a, b = results["A"], results["B"]
-    merged = [BenchResult(pooled[s], r.method, r.cold, r.warmup, r.device, notes=[f"pooled over {rounds} ABBA rounds"],
-                          breakdown=r.breakdown)
-              for s, r in (("A", a), ("B", b))]
-    return PairedResult(merged[0], merged[1], round_ratios, order)
+    note = f"pooled over {rounds} ABBA rounds"
+    return PairedResult(pool([results["A"]], note, pooled["A"]), pool([results["B"]], note, pooled["B"]),
+                        round_ratios, order)
+
+
+def pool(runs: list[BenchResult], note: str, times_ms: list[float] | None = None) -> BenchResult:
+    """One result from several ``bench`` runs of the same function (their times together, or ``times_ms``),
+    keeping the last run's method, caches, device and breakdown, with ``note`` saying how they were taken."""
+    last = runs[-1]
+    times = list(times_ms) if times_ms is not None else [t for r in runs for t in r.times_ms]
+    return BenchResult(times, last.method, last.cold, last.warmup, last.device, notes=[note], breakdown=last.breakdown)
