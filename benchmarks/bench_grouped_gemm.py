@@ -20,8 +20,8 @@ from tabulate import tabulate
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ckgemm  # noqa: E402
-from ckgemm.testing import Report, bench, check, device_info, grouped_gemm_reference_packed, measure_ceilings  # noqa: E402
-from ckgemm.testing import there_and_back  # noqa: E402
+from ckgemm.testing import Report, bench, check, device_info, grouped_gemm_reference_packed  # noqa: E402
+from ckgemm.testing import measure_ceilings, there_and_back  # noqa: E402
 from ckgemm.testing.bench import pool  # noqa: E402
 from ckgemm.testing.data import poisoned, random_tensor  # noqa: E402
 from ckgemm.testing.peers import checked, peers as find_peers  # noqa: E402

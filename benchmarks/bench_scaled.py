@@ -1,11 +1,12 @@
 #!/usr/bin/env python
 """Scaled fp8 (and int8) grouped GEMM against its peers, in one process: block scales (1x128 tokens,
-128x128 weights) against DeepGEMM's m_grouped_fp8_gemm_nt_contiguous (sgl-deep-gemm, timed on its own
-128-row-aligned layout, FLOPs counted over real rows only) on prefill and its m_grouped_fp8_gemm_nt_masked
-on decode (each expert's rows in its own slot of a [G, M_max, K] buffer), row scales against torch._scaled_grouped_mm,
-tensor scales alone. Every output is checked against the harness reference with the same quantization
-before it is timed. End to end (device idle at the start) and CUDA-graph replay; where the recipe has a peer,
-ours and the peer are timed in A B B A order (two rounds of --iters calls, pooled), else ours alone.
+128x128 weights) against DeepGEMM, its m_grouped_fp8_gemm_nt_contiguous on prefill (sgl-deep-gemm, timed
+on its own 128-row-aligned layout, FLOPs counted over real rows only) and its m_grouped_fp8_gemm_nt_masked on
+decode (each expert's rows in its own slot of a [G, M_max, K] buffer); row scales against
+torch._scaled_grouped_mm; tensor scales alone. Every output is checked against the harness reference with
+the same quantization before it is timed. End to end (device idle at the start) and CUDA-graph replay; where
+the recipe has a peer, ours and the peer are timed in A B B A order (two rounds of --iters calls, pooled;
+each round's ratio in the graph rounds column), else ours alone.
 
     python benchmarks/bench_scaled.py --json scaled.json --markdown scaled.md
 """
@@ -162,20 +163,21 @@ def run(name, recipe, dtype, args, device, report, ceilings):
     timed = dict(warmup=args.warmup, iters=args.iters, device=device)
 
     def times(mode):
-        """(ours ms, the peer's ms): in A B B A order beside the peer, so drift in clocks and temperature
-        hits both alike; ours alone where there is no peer or the peer cannot be captured in a graph."""
+        """(ours ms, the peer's ms, peer/ours of each round): in A B B A order beside the peer, so drift in
+        clocks and temperature hits both alike; ours alone where there is no peer or the peer cannot be
+        captured in a graph."""
         if peer is not None and mode.get("graph"):
             try:
                 capture_graph(peer)
             except Exception as exc:  # noqa: BLE001 - a peer that cannot be captured is timed eagerly only
                 notes.append(f"{peer_name} graph: {str(exc).splitlines()[0][:60]}")
-                return bench(call, **mode, **timed).median_ms, float("nan")
+                return bench(call, **mode, **timed).median_ms, float("nan"), []
         if peer is None:
-            return bench(call, **mode, **timed).median_ms, float("nan")
+            return bench(call, **mode, **timed).median_ms, float("nan"), []
         pair = paired_ab(call, peer, rounds=2, **mode, **timed)
-        return pair.a.median_ms, pair.b.median_ms
+        return pair.a.median_ms, pair.b.median_ms, [1 / r for r in pair.round_ratios]
 
-    (e2e, peer_e2e), (graph, peer_graph) = times(dict(sync=True)), times(dict(graph=True))
+    (e2e, peer_e2e, _), (graph, peer_graph, rounds) = times(dict(sync=True)), times(dict(graph=True))
     peers = {peer_name: (peer_e2e, peer_graph)} if peer is not None else {}
     flops = case.flops
     weight_bytes = b.numel() * b.element_size()
@@ -186,6 +188,7 @@ def run(name, recipe, dtype, args, device, report, ceilings):
     for peer_name, (pe, pg) in peers.items():
         row[f"{peer_name} graph ms"] = pg
         row[f"vs {peer_name} (graph)"] = pg / graph
+        row["graph rounds"] = ", ".join(f"{r:.3f}" for r in rounds)  # the run-to-run spread of that ratio
         row[f"vs {peer_name} (e2e)"] = pe / e2e
     row["notes"] = "; ".join(notes)
     report.add(op="grouped_gemm_packed", backend=ckgemm.last_dispatch().backend, dtype=row["dtype"], layout="RC",
