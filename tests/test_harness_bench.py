@@ -149,9 +149,10 @@ def test_there_and_back_times_forwards_then_backwards():
 def test_pool_joins_runs_and_keeps_the_last_runs_record():
     from ckgemm.testing.bench import pool
 
-    first = BenchResult([1.0, 3.0], "cuda-events", "flush 1 MiB", 5, "dev0", notes=["x"])
-    last = BenchResult([2.0], "cuda-graph", "warm", 2, "dev1")
+    first = BenchResult([1.0, 3.0], "cuda-events", "flush 1 MiB", 5, "dev0", {"sm_clock_mhz": 1980.0}, notes=["x"])
+    last = BenchResult([2.0], "cuda-graph", "warm", 2, "dev1", None, {"sm_clock_mhz": 1500.0})
     joined = pool([first, last], "two passes")
+    assert joined.telemetry_before == {"sm_clock_mhz": 1980.0} and joined.throttled  # first run's before, last's after
     assert joined.times_ms == [1.0, 3.0, 2.0] and joined.median_ms == 2.0 and joined.notes == ["two passes"]
     assert (joined.method, joined.cold, joined.warmup, joined.device) == ("cuda-graph", "warm", 2, "dev1")
     assert pool([first], "given", [7.0]).times_ms == [7.0]

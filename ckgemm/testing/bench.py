@@ -373,7 +373,9 @@ def paired_ab(fn_a, fn_b, *, rounds: int = 4, iters: int = 10, warmup: int = 3, 
 
 def pool(runs: list[BenchResult], note: str, times_ms: list[float] | None = None) -> BenchResult:
     """One result from several ``bench`` runs of the same function (their times together, or ``times_ms``),
-    keeping the last run's method, caches, device and breakdown, with ``note`` saying how they were taken."""
+    keeping the last run's method, caches, device and breakdown, the telemetry before the first run and
+    after the last, and ``note`` saying how they were taken."""
     last = runs[-1]
     times = list(times_ms) if times_ms is not None else [t for r in runs for t in r.times_ms]
-    return BenchResult(times, last.method, last.cold, last.warmup, last.device, notes=[note], breakdown=last.breakdown)
+    return BenchResult(times, last.method, last.cold, last.warmup, last.device, runs[0].telemetry_before,
+                       last.telemetry_after, notes=[note], breakdown=last.breakdown)
