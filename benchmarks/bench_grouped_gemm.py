@@ -114,7 +114,8 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
     peers = {k: v.median_ms for k, v in timings.items() if not k.startswith("ckgemm")}
     best_peer = min(peers, key=peers.get) if peers else None
     for name, t in timings.items():
-        extra = {"graph_ms": graph[name]} if name in graph else {}
+        extra = {"graph_ms": graph[name], "graph_spread_pct": graph_spread[name]} if name in graph else {}
+        extra["spread_pct"] = spread[name]  # the two passes' difference, % of their mean
         if name.startswith("ckgemm"):
             extra["config"] = paths[name].config_summary
             if best_peer is not None:

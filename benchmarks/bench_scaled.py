@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Scaled fp8 (and int8) grouped GEMM against its peers, in one process: block scales (1x128 tokens,
 128x128 weights) against DeepGEMM, its m_grouped_fp8_gemm_nt_contiguous on prefill (sgl-deep-gemm, timed
-on its own 128-row-aligned layout, FLOPs counted over real rows only) and its m_grouped_fp8_gemm_nt_masked on
+on its own 128-row-aligned layout, FLOPs counted over real rows only) and its fp8 masked grouped GEMM on
 decode (each expert's rows in its own slot of a [G, M_max, K] buffer); row scales against
 torch._scaled_grouped_mm; tensor scales alone. Every output is checked against the harness reference with
 the same quantization before it is timed. End to end (device idle at the start) and CUDA-graph replay; where
@@ -54,13 +54,13 @@ def _deep_gemm():
     return deep_gemm, ""
 
 
-def _first_call(call, result):
+def _first_call(call, result, who="deep_gemm"):
     """((call, result), "") once call has run, else (None, why): a refusal means no peer for this case."""
     try:
         call()
         torch.cuda.synchronize()
     except Exception as exc:  # noqa: BLE001
-        return None, f"deep_gemm refused: {str(exc).splitlines()[0][:80]}"
+        return None, f"{who} refused: {str(exc).splitlines()[0][:80]}"
     return (call, result), ""
 
 
@@ -84,16 +84,21 @@ def deepgemm_peer(a, sa, b, sb, sizes, out_dtype):
     keep = torch.cat([torch.arange(o, o + m, device=a.device) for o, m in zip(
         torch.tensor([0] + padded[:-1]).cumsum(0).tolist(), sizes) if m]) if rows else None
     return _first_call(lambda: deep_gemm.m_grouped_fp8_gemm_nt_contiguous((ap, sap), (b, sb), d, index),
-                       lambda: d[keep])
+                       lambda: d if keep is None else d[keep])
 
 
 def deepgemm_masked_peer(a, sa, b, sb, sizes, out_dtype):
-    """DeepGEMM's decode kernel, m_grouped_fp8_gemm_nt_masked: each expert's rows at the start of its own
-    slot of a [G, M_max, K] buffer (M_max: the largest expert rounded up to DeepGEMM's alignment), the real
-    counts on the device and the mean count as its expected_m. Built once here, outside the timed call."""
+    """DeepGEMM's decode kernel, its fp8 masked grouped GEMM (m_grouped_fp8_fp4_gemm_nt_masked, exported as
+    fp8_m_grouped_gemm_nt_masked by sgl-deep-gemm 0.1.0): each expert's rows at the start of its own slot of
+    a [G, M_max, K] buffer (M_max: the largest expert rounded up to DeepGEMM's alignment), the real counts on
+    the device and the mean count as its expected_m. Built once here, outside the timed call."""
     deep_gemm, why = _deep_gemm()
     if deep_gemm is None:
         return None, why
+    names = ("fp8_m_grouped_gemm_nt_masked", "m_grouped_fp8_fp4_gemm_nt_masked", "m_grouped_fp8_gemm_nt_masked")
+    masked = next((getattr(deep_gemm, n) for n in names if hasattr(deep_gemm, n)), None)
+    if masked is None:
+        return None, "deep_gemm has no fp8 masked grouped GEMM"
     align = deep_gemm.get_mk_alignment_for_contiguous_layout()
     experts, m_max = len(sizes), max(align, -(-max(sizes, default=0) // align) * align)
     am = torch.zeros((experts, m_max, a.shape[1]), dtype=a.dtype, device=a.device)
@@ -105,12 +110,8 @@ def deepgemm_masked_peer(a, sa, b, sb, sizes, out_dtype):
     d = torch.empty((experts, m_max, b.shape[1]), dtype=out_dtype, device=a.device)
     masked_m = torch.tensor(sizes, dtype=torch.int32, device=a.device)
     expected_m = max(1, -(-sum(sizes) // max(experts, 1)))
-    masked = getattr(deep_gemm, "fp8_m_grouped_gemm_nt_masked", None)  # the 0.1.0 wheel's name for it
-    masked = masked or getattr(deep_gemm, "m_grouped_fp8_gemm_nt_masked", None)
-    if masked is None:
-        return None, "deep_gemm has no fp8 masked grouped GEMM"
     return _first_call(lambda: masked((am, sam), (b, sb), d, masked_m, expected_m),
-                       lambda: torch.cat([d[g, :m] for g, m in enumerate(sizes)]))
+                       lambda: torch.cat([d[g, :m] for g, m in enumerate(sizes)]) if sizes else d.flatten(0, 1))
 
 
 def scaled_grouped_mm_peer(a, sa, b, sb, sizes):
@@ -123,12 +124,7 @@ def scaled_grouped_mm_peer(a, sa, b, sb, sizes):
     def call():
         out["y"] = torch._scaled_grouped_mm(a, b_col, sa, sb, offs=offs, out_dtype=torch.bfloat16)
 
-    try:
-        call()
-        torch.cuda.synchronize()
-    except Exception as exc:  # noqa: BLE001
-        return None, f"_scaled_grouped_mm refused: {str(exc).splitlines()[0][:80]}"
-    return (call, lambda: out["y"]), ""
+    return _first_call(call, lambda: out["y"], "_scaled_grouped_mm")
 
 
 def run(name, recipe, dtype, args, device, report, ceilings):
@@ -193,7 +189,7 @@ def run(name, recipe, dtype, args, device, report, ceilings):
     row["notes"] = "; ".join(notes)
     report.add(op="grouped_gemm_packed", backend=ckgemm.last_dispatch().backend, dtype=row["dtype"], layout="RC",
                shape=name, config=config, recipe=recipe, flops=flops, time={"median_ms": graph}, e2e_ms=e2e,
-               peers={k: {"e2e_ms": v[0], "graph_ms": v[1]} for k, v in peers.items()})
+               peers={k: {"e2e_ms": v[0], "graph_ms": v[1], "graph_rounds": rounds} for k, v in peers.items()})
     return row
 
 

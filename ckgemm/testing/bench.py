@@ -353,29 +353,22 @@ def paired_ab(fn_a, fn_b, *, rounds: int = 4, iters: int = 10, warmup: int = 3, 
     if rounds < 1:
         raise ValueError("paired_ab: need rounds >= 1")
     bench_kwargs.setdefault("telemetry", False)
-    pooled = {"A": [], "B": []}
-    results = {}
+    runs = {"A": [], "B": []}
     round_ratios, order = [], []
     for r in range(rounds):
         pair = ("A", "B") if r % 2 == 0 else ("B", "A")
-        medians = {}
         for side in pair:
-            res = bench(fn_a if side == "A" else fn_b, warmup=warmup, iters=iters, **bench_kwargs)
-            pooled[side].extend(res.times_ms)
-            results[side] = res
-            medians[side] = res.median_ms
+            runs[side].append(bench(fn_a if side == "A" else fn_b, warmup=warmup, iters=iters, **bench_kwargs))
             order.append(side)
-        round_ratios.append(medians["A"] / medians["B"])
+        round_ratios.append(runs["A"][-1].median_ms / runs["B"][-1].median_ms)
     note = f"pooled over {rounds} ABBA rounds"
-    return PairedResult(pool([results["A"]], note, pooled["A"]), pool([results["B"]], note, pooled["B"]),
-                        round_ratios, order)
+    return PairedResult(pool(runs["A"], note), pool(runs["B"], note), round_ratios, order)
 
 
-def pool(runs: list[BenchResult], note: str, times_ms: list[float] | None = None) -> BenchResult:
-    """One result from several ``bench`` runs of the same function (their times together, or ``times_ms``),
-    keeping the last run's method, caches, device and breakdown, the telemetry before the first run and
-    after the last, and ``note`` saying how they were taken."""
+def pool(runs: list[BenchResult], note: str) -> BenchResult:
+    """One result from several ``bench`` runs of the same function: their times together, the last run's
+    method, caches, device and breakdown, the telemetry before the first run and after the last, and
+    ``note`` saying how they were taken."""
     last = runs[-1]
-    times = list(times_ms) if times_ms is not None else [t for r in runs for t in r.times_ms]
-    return BenchResult(times, last.method, last.cold, last.warmup, last.device, runs[0].telemetry_before,
-                       last.telemetry_after, notes=[note], breakdown=last.breakdown)
+    return BenchResult([t for r in runs for t in r.times_ms], last.method, last.cold, last.warmup, last.device,
+                       runs[0].telemetry_before, last.telemetry_after, notes=[note], breakdown=last.breakdown)

@@ -173,7 +173,8 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
 #pragma unroll (kScaleTma ? 8 : 1)
         for (int kb = 0; kb < k_blocks; ++kb) {
           [[maybe_unused]] float a_lo = 1.f, a_hi = 1.f, b0 = 1.f, b1 = 1.f;
-          if constexpr (kScaleTma) { b0 = s.sbt[cur][wg][0][kb]; b1 = s.sbt[cur][wg][1][kb]; }  // before the wait, as DeepGEMM
+          // kFeedTma: B's scales before the wait, as DeepGEMM reads them
+          if constexpr (kScaleTma) { b0 = s.sbt[cur][wg][0][kb]; b1 = s.sbt[cur][wg][1][kb]; }
           Barrier::wait(&s.full[stage], phase);
           if constexpr (kScaleTma) { a_lo = s.sa[stage][sa_off]; a_hi = s.sa[stage][sa_off + 8]; }  // before the fence
 #pragma unroll
