@@ -21,6 +21,7 @@ import ckgemm
 from ckgemm.testing import Report, bench, calc_diff, device_info, gpu_verify, grouped_gemm_reference_packed, paired_ab
 from ckgemm.testing import measure_ceilings, quant, shapes
 from ckgemm.testing.bench import capture_graph
+from ckgemm.testing.conformance.adapters import contiguous_layout
 from ckgemm.testing.numeric import scaled_max_diff, scaled_tolerance
 
 import common  # benchmarks/common.py: this script's folder is on sys.path
@@ -65,26 +66,17 @@ def _first_call(call, result, who="deep_gemm"):
 
 
 def deepgemm_peer(a, sa, b, sb, sizes, out_dtype):
-    """DeepGEMM's contiguous grouped layout: each expert's rows padded to the alignment it asks for, a
-    per-row expert index (-1 on padding rows). Built once here, outside the timed call."""
+    """DeepGEMM's contiguous grouped layout (the conformance adapter's ``contiguous_layout``): each expert's
+    rows padded to the alignment it asks for, a per-row expert index (-1 on padding rows). Built once here,
+    outside the timed call."""
     deep_gemm, why = _deep_gemm()
     if deep_gemm is None:
         return None, why
-    align = deep_gemm.get_mk_alignment_for_contiguous_layout()
-    padded = [-(-m // align) * align for m in sizes]
-    rows = sum(padded)
-    ap = torch.zeros((rows, a.shape[1]), dtype=a.dtype, device=a.device)
-    sap = torch.ones((rows, sa.shape[1]), dtype=sa.dtype, device=a.device)
-    index = torch.full((rows,), -1, dtype=torch.int32, device=a.device)
-    src = dst = 0
-    for g, (m, p) in enumerate(zip(sizes, padded)):
-        ap[dst:dst + m], sap[dst:dst + m], index[dst:dst + m] = a[src:src + m], sa[src:src + m], g
-        src, dst = src + m, dst + p
-    d = torch.empty((rows, b.shape[1]), dtype=out_dtype, device=a.device)
-    keep = torch.cat([torch.arange(o, o + m, device=a.device) for o, m in zip(
-        torch.tensor([0] + padded[:-1]).cumsum(0).tolist(), sizes) if m]) if rows else None
+    ap, sap, index, rows = contiguous_layout(a, sa, torch.tensor(sizes),
+                                             int(deep_gemm.get_mk_alignment_for_contiguous_layout()))
+    d = torch.empty((ap.shape[0], b.shape[1]), dtype=out_dtype, device=a.device)
     return _first_call(lambda: deep_gemm.m_grouped_fp8_gemm_nt_contiguous((ap, sap), (b, sb), d, index),
-                       lambda: d if keep is None else d[keep])
+                       lambda: d.index_select(0, rows))
 
 
 def deepgemm_masked_peer(a, sa, b, sb, sizes, out_dtype):

@@ -185,7 +185,7 @@ def test_adapters_refuse_what_their_kernel_does_not_do_with_the_reason():
 
 def test_deep_gemm_contiguous_layout_pads_groups_to_the_alignment():
     ops = operands.build(CASE, "packed", "RC", F8, "block", 0, "cpu")
-    a_pad, sfa, m_indices, rows = adapters._contiguous_layout(ops.a, ops.scale_a, ops.sizes, 4)
+    a_pad, sfa, m_indices, rows = adapters.contiguous_layout(ops.a, ops.scale_a, ops.sizes, 4)
     assert a_pad.shape == (12, 192) and a_pad.dtype == F8 and sfa.shape == (12, 2)
     assert m_indices.tolist() == [0] * 5 + [-1] * 3 + [2] * 3 + [-1]
     assert rows.tolist() == [0, 1, 2, 3, 4, 8, 9, 10]

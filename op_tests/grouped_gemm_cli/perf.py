@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 import torch
 
 from ckgemm.testing import bench, paired_ab, roofline
-
 from ckgemm.testing.peers import checked
 
 from .peers import peers_for

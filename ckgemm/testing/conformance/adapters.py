@@ -103,7 +103,7 @@ def torch_scaled_grouped_mm(a, b, group_sizes, scale_a=None, scale_b=None, *, la
 DEEP_GEMM_INSTALL = "pip install sgl-deep-gemm==0.1.0 apache-tvm-ffi==0.1.9 (with CUDA_HOME set)"
 
 
-def _contiguous_layout(a, scale_a, group_sizes, align: int):
+def contiguous_layout(a, scale_a, group_sizes, align: int):
     """DeepGEMM's M-grouped contiguous layout: every group's rows padded to ``align`` (zero rows, scale 1),
     ``m_indices`` giving each padded row its group (-1 for padding). Returns (a_pad, sfa_pad, m_indices,
     rows), ``rows`` being each real row's place in the padded layout. Reads the sizes on the host."""
@@ -135,7 +135,7 @@ def _deep_gemm_launch(a, b, group_sizes, scale_a, scale_b, layout):
     if not a.is_cuda:
         raise NotImplementedError("DeepGEMM runs on CUDA tensors only")
     dg = _require("deep_gemm", DEEP_GEMM_INSTALL)
-    a_pad, sfa, m_indices, rows = _contiguous_layout(a, scale_a, group_sizes,
+    a_pad, sfa, m_indices, rows = contiguous_layout(a, scale_a, group_sizes,
                                                      int(dg.get_mk_alignment_for_contiguous_layout()))
     d = torch.empty((a_pad.shape[0], b.shape[1]), dtype=torch.bfloat16, device=a.device)
 
