@@ -1,4 +1,5 @@
-"""The pytest plugin (entry point ``ckgemm``): markers, options, header, fixtures, clean gpu skips, report."""
+"""The pytest plugin (entry point ``ckgemm``, also loadable by module name): markers, options, header, fixtures,
+clean gpu skips, report."""
 from __future__ import annotations
 
 import json
@@ -92,3 +93,22 @@ def test_gpu_skip_reason_matches_this_machine():
 
     reason = pytest_plugin.gpu_skip_reason()
     assert (reason is None) == torch.cuda.is_available()
+
+
+@pytest.mark.parametrize("how", ["-p", "conftest"])
+def test_loading_the_plugin_by_module_name_as_well_is_harmless(pytester, how):
+    """Where the entry point already loaded it, ``-p ckgemm.testing.pytest_plugin`` or a conftest's
+    ``pytest_plugins`` naming it (how it is loaded without the entry point) must neither fail nor load it twice;
+    ``-p no:ckgemm`` keeps it out."""
+    pytester.makepyfile(test_one="def test_one():\n    pass\n")
+    if how == "conftest":
+        pytester.makeconftest('pytest_plugins = ["ckgemm.testing.pytest_plugin"]\n')
+        result = pytester.runpytest()
+    else:
+        result = pytester.runpytest("-p", "ckgemm.testing.pytest_plugin")
+    result.assert_outcomes(passed=1)
+    assert sum(line.startswith("ckgemm: seed") for line in result.stdout.lines) == 1
+    if how == "-p":
+        result = pytester.runpytest("-p", "no:ckgemm")
+        result.assert_outcomes(passed=1)
+        assert not any(line.startswith("ckgemm: seed") for line in result.stdout.lines)

@@ -1,4 +1,5 @@
-"""pytest plugin (entry point ``ckgemm``), for ckgemm's tests and for anyone testing kernels with the harness.
+"""pytest plugin (entry point ``ckgemm``, through ``_pytest_entry``; ``-p ckgemm.testing.pytest_plugin`` where
+ckgemm is not installed), for ckgemm's tests and for anyone testing kernels with the harness.
 
 Markers: ``smoke``, ``full``, ``perf``, ``gpu``. Tests marked ``gpu`` are skipped, with the reason, when no
 GPU is visible to torch.
