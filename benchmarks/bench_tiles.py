@@ -6,8 +6,10 @@ loop and torch._grouped_mm for bf16; for fp8 the _scaled_mm loop and torch._scal
 scales, which writes bf16 where ours writes fp32; for fp8-row torch._scaled_grouped_mm; for fp8-block DeepGEMM's
 m_grouped_fp8_gemm_nt_contiguous on its 128-row-aligned layout), all in one sequence timed
 twice, forwards then backwards, so the run-to-run spread shows and drift in clocks and temperature hits ours
-and the peers alike; all under CUDA-graph replay. Its table is what csrc/cuda/rules.cpp's selection rule is
-derived from (docs/PERF.md).
+and the peers alike; all under CUDA-graph replay. Before anything is timed, the rule's pick and every peer are
+checked against the harness reference (with the same quantization for the scaled kinds; a peer that fails is
+reported and not timed), and each forced instance against the pick's output. Its table is what
+csrc/cuda/rules.cpp's selection rule is derived from (docs/PERF.md).
 
     python benchmarks/bench_tiles.py --json tiles.json --markdown tiles.md
 """
@@ -21,9 +23,9 @@ from tabulate import tabulate
 
 import ckgemm
 from ckgemm.backends.native import _C
-from ckgemm.testing import Report, bench, device_info, shapes, there_and_back
+from ckgemm.testing import Report, bench, check, device_info, grouped_gemm_reference_packed, shapes, there_and_back
 from ckgemm.testing.data import random_tensor
-from ckgemm.testing.peers import peers as find_peers
+from ckgemm.testing.peers import checked, peers as find_peers
 
 import common  # benchmarks/common.py: this script's folder is on sys.path
 
@@ -49,21 +51,38 @@ def candidates(dtype, scaling=0):
 
 
 def scaled_inputs(recipe, tokens, experts, n, k, ms, device, seed):
-    """Scaled operands from the harness casts of ``recipe``, the call's keyword arguments and the recipe's peer
-    (block: DeepGEMM; row: torch._scaled_grouped_mm)."""
-    from bench_scaled import deepgemm_peer, scaled_grouped_mm_peer
+    """Scaled operands from the harness casts of ``recipe``, the call's keyword arguments, the reference with the
+    same quantization, and the recipe's peer (block: DeepGEMM; row: torch._scaled_grouped_mm), its output
+    checked against that reference before it is timed (bench_scaled.verify)."""
+    from bench_scaled import deepgemm_peer, scaled_grouped_mm_peer, verify
     from ckgemm.testing import quant
 
     gen = torch.Generator(device=device).manual_seed(seed)
     a, sa = quant.cast_for(torch.randn((tokens, k), generator=gen, device=device), recipe, "a")
     b, sb = quant.cast_for(torch.randn((experts, n, k), generator=gen, device=device) * 0.05, recipe, "b")
+    ref = grouped_gemm_reference_packed((a, sa), (b, sb), list(ms))
     if recipe == "block":
         name, (found, why) = "DeepGEMM", deepgemm_peer(a, sa, b, sb, list(ms), torch.bfloat16)
     else:
         name, (found, why) = "_scaled_grouped_mm", scaled_grouped_mm_peer(a, sa, b, sb, list(ms))
     if found is None:
         print(f"no {name} peer: {why}", flush=True)
-    return a, b, {"scale_a": sa, "scale_b": sb}, ({name: found[0]} if found else {})
+    else:
+        verify(found[1](), ref, a.dtype, k, f"{name} peer")
+    return a, b, {"scale_a": sa, "scale_b": sb}, ref, ({name: found[0]} if found else {})
+
+
+def check_default(out, ref, ms, dtype, k, scaled, name):
+    """The rule's pick against the harness reference, group by group (scaled: the tolerance of the quantized
+    inputs, bench_scaled.verify's bound on the whole output)."""
+    if scaled:
+        from bench_scaled import verify
+
+        verify(out, ref, dtype, k, name)
+        return
+    starts = [sum(ms[:g]) for g in range(len(ms))]
+    check([out[s:s + m] for s, m in zip(starts, ms) if m], [ref[s:s + m] for s, m in zip(starts, ms) if m],
+          in_dtype=dtype, k=k, name=name)
 
 
 def run(name, dtype_name, args, device, report):
@@ -73,21 +92,30 @@ def run(name, dtype_name, args, device, report):
             shapes.moe_split(tokens, experts, n, k, args.seed, dist="multinomial"))
     gs = torch.tensor(case.ms, dtype=torch.int32, device=device)
     recipe, scaling = SCALED.get(dtype_name, (None, 0))
+    ms = list(case.ms)
     if recipe:
-        a, b, scales, peers = scaled_inputs(recipe, tokens, experts, n, k, case.ms, device, args.seed)
+        a, b, scales, ref, peers = scaled_inputs(recipe, tokens, experts, n, k, ms, device, args.seed)
     else:
         gen = torch.Generator(device=device).manual_seed(args.seed)
         a = random_tensor((tokens, k), dtype, gen, device)
         b = random_tensor((experts, n, k), dtype, gen, device)
         scales = {}
+        ref = grouped_gemm_reference_packed(a, b, ms)
         bt = b.transpose(-1, -2)
-        peers = {p.name: p.fn for p in find_peers(list(a.split(list(case.ms))), list(bt), (a, bt, case.ms))
-                 if p.fn is not None and p.capturable}  # timed in graph replay, which a host sync cannot join
-    out = torch.empty((tokens, n), dtype=torch.bfloat16 if recipe else ckgemm.rule_for(dtype).output, device=device)
+        found = [checked(p, list(ref.split(ms)), ms, [n] * experts, dtype, [k] * experts)  # a wrong peer is no peer
+                 for p in find_peers(list(a.split(ms)), list(bt), (a, bt, ms))]
+        for p in found:
+            if p.fn is None:
+                print(f"{name} {dtype_name}: no {p.name}: {p.reason}", flush=True)
+        peers = {p.name: p.fn for p in found if p.fn is not None and p.capturable}  # graph replay: no host syncs
+    out = torch.full((tokens, n), float("nan"), dtype=torch.bfloat16 if recipe else ckgemm.rule_for(dtype).output,
+                     device=device)
     timed = dict(warmup=args.warmup, iters=args.iters, device=device, graph=True, telemetry=False)
     os.environ.pop("CKGEMM_CONFIG", None)
     ckgemm.grouped_gemm_packed(a, b, gs, out=out, **scales)
     default = ckgemm.last_dispatch().summary
+    check_default(out, ref, ms, dtype, k, bool(recipe), f"{name} {dtype_name} ({default})")
+    del ref
     reference = out.clone()
     order = candidates(dtype, scaling)
     for info in order:  # each forced instance computes the default's result

@@ -157,16 +157,22 @@ def test_pool_joins_runs_and_keeps_the_last_runs_record():
     assert (joined.method, joined.cold, joined.warmup, joined.device) == ("cuda-graph", "warm", 2, "dev1")
 
 
-def test_bench_grouped_gemm_times_every_contestant_there_and_back(monkeypatch):
-    """The benchmark's peers are interleaved with ckgemm (A B ... B A), not timed after it."""
+def _benchmark_module(monkeypatch, name):
+    """A benchmark script imported as a module, with its folder on a copy of the path (restored after the test)
+    and its sibling modules dropped with it."""
+    import importlib
     import os
     import sys
 
-    # a copy of the path, restored after the test (the script puts its own folder first too)
     monkeypatch.setattr(sys, "path", [os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks"), *sys.path])
-    for name in ("bench_grouped_gemm", "common", "cases"):  # the script's modules go with the path
-        monkeypatch.delitem(sys.modules, name, raising=False)
-    import bench_grouped_gemm
+    for module in (name, "common", "cases", "bench_scaled"):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    return importlib.import_module(name)
+
+
+def test_bench_grouped_gemm_times_every_contestant_there_and_back(monkeypatch):
+    """The benchmark's peers are interleaved with ckgemm (A B ... B A), not timed after it."""
+    bench_grouped_gemm = _benchmark_module(monkeypatch, "bench_grouped_gemm")
 
     order = []
     fns = {name: (lambda name=name, ms=ms: (order.append(name), _sleeper(ms)())) for name, ms in
@@ -177,6 +183,31 @@ def test_bench_grouped_gemm_times_every_contestant_there_and_back(monkeypatch):
     assert all(len(r.times_ms) == 4 for r in results.values()) and set(spread) == set(fns)
     assert results["ckgemm packed"].median_ms < results["peer"].median_ms
     assert all(s >= 0 for s in spread.values())
+
+
+@pytest.mark.parametrize("scaled", [False, True])
+def test_bench_tiles_checks_the_rules_pick_against_the_reference(monkeypatch, scaled):
+    """bench_tiles times nothing whose output it has not compared with the harness reference (with the same
+    quantization for the scaled kinds): a wrong element in any group fails it."""
+    from ckgemm.testing import grouped_gemm_reference_packed, quant
+
+    bench_tiles = _benchmark_module(monkeypatch, "bench_tiles")
+    gen = torch.Generator().manual_seed(7)
+    ms, k = [3, 0, 70], 256
+    a, b = torch.randn((sum(ms), k), generator=gen), torch.randn((3, 64, k), generator=gen)
+    if scaled:
+        (a, sa), (b, sb) = quant.cast_for(a, "block", "a"), quant.cast_for(b, "block", "b")
+        ref = grouped_gemm_reference_packed((a, sa), (b, sb), ms)
+    else:
+        a, b = a.bfloat16(), b.bfloat16()
+        ref = grouped_gemm_reference_packed(a, b, ms)
+    out = ref.to(torch.bfloat16)
+    bench_tiles.check_default(out, ref, ms, a.dtype, k, scaled, "pick")
+    for row in (1, 72):  # the first group's last row, the last group's last row
+        bad = out.clone()
+        bad[row, 5] += 10 * float(ref.abs().max())
+        with pytest.raises(AssertionError):
+            bench_tiles.check_default(bad, ref, ms, a.dtype, k, scaled, "pick")
 
 
 def test_breakdown_separates_kernels_from_the_host_gap():
