@@ -19,6 +19,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ckgemm  # noqa: E402
 from ckgemm.testing import bench, calc_diff  # noqa: E402
+from ckgemm.testing.numeric import scaled_max_diff  # noqa: E402
 from bench_grouped_gemm import _inputs  # noqa: E402
 from cases import all_cases  # noqa: E402
 import common  # noqa: E402
@@ -34,8 +35,10 @@ def main(argv=None) -> int:
             continue
         sizes, a, b = _inputs(bc.case, torch.float8_e4m3fn, "cuda", 0)
         gs = torch.tensor(sizes, dtype=torch.int32, device="cuda")
-        out = torch.empty((a.shape[0], b.shape[1]), dtype=torch.float32, device="cuda")
+        out = torch.full((a.shape[0], b.shape[1]), float("nan"), dtype=torch.float32, device="cuda")
         t = bench(lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out), warmup=5, iters=20, device="cuda")
+        if out.isnan().any():
+            raise AssertionError(f"{bc.name}: the op left output elements unwritten (NaN-poisoned)")
         path = ckgemm.last_dispatch().paths[0]
         one = torch.ones((), device="cuda")
         diffs, rels, cublas, start = [], [], [], 0
@@ -46,6 +49,8 @@ def main(argv=None) -> int:
             rels.append(((got - ref).abs().max() / ref.abs().max().clamp(min=1e-30)).item())
             theirs = torch._scaled_mm(a[start:start + m], b[g].t(), scale_a=one, scale_b=one, out_dtype=torch.float32)
             cublas.append(calc_diff(theirs.double(), ref))
+            if not cublas[-1] <= scaled_max_diff(torch.float32):  # the baseline itself must be right
+                raise AssertionError(f"{bc.name} group {g}: _scaled_mm calc_diff {cublas[-1]:.3g} against float64")
             start += m
         print(f"promotion {setting} | {bc.name} | {path} | {t.median_ms:.4f} ms | "
               f"{bc.case.flops / t.median_ms / 1e9:.0f} TFLOP/s | calc_diff max {max(diffs):.3e} "

@@ -147,17 +147,23 @@ def perf(kern, name, recipe, variants, iters, seed, vs_ckgemm=False):
             print(line + f"{t:.4f} ms {flops / t / 1e9:.0f} TFLOP/s (no peer: {why})", flush=True)
             continue
         peer, result = found
+        # a peer that disagrees is no peer to time: two outputs each within scaled_max_diff of the exact product
+        # are within twice it of each other; unscaled, the peer's own error against float64 is bounded alike
+        bound = 2 * scaled_max_diff(out_dtype)
         if vs_ckgemm:
-            line += f"vs ckgemm {why}: calc_diff {calc_diff(out.float(), result().float()):.3g}; "
+            diff = calc_diff(out.float(), result().float())
+            line += f"vs ckgemm {why}: calc_diff {diff:.3g}; "
         elif ref is not None:
             ours_diff = calc_diff(out[s0:s0 + sizes[g0]], ref)
             peer()
-            theirs = calc_diff(result()[s0:s0 + sizes[g0]], ref)
-            line += f"calc_diff vs fp64 ours {ours_diff:.3g} peer {theirs:.3g}; "
+            diff = calc_diff(result()[s0:s0 + sizes[g0]], ref)
+            line += f"calc_diff vs fp64 ours {ours_diff:.3g} peer {diff:.3g}; "
         else:
             peer()
             diff = calc_diff(out.float(), result().float())
             line += f"calc_diff vs peer {diff:.3g}; "
+        if not diff <= bound:
+            raise AssertionError(f"{line}the peer's result is off (bound {bound:.3g}); not timed")
         pair = paired_ab(ours, peer, rounds=2, iters=iters, graph=True)
         t, tp = pair.a.median_ms, pair.b.median_ms
         print(line + f"ours {t:.4f} ms {flops / t / 1e9:.0f} TFLOP/s, peer {tp:.4f} ms {flops / tp / 1e9:.0f}; "
