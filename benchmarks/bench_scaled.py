@@ -21,7 +21,7 @@ import ckgemm
 from ckgemm.testing import Report, bench, calc_diff, device_info, gpu_verify, grouped_gemm_reference_packed, paired_ab
 from ckgemm.testing import measure_ceilings, quant, shapes
 from ckgemm.testing.bench import capture_graph
-from ckgemm.testing.conformance.adapters import contiguous_layout
+from ckgemm.testing.conformance.adapters import contiguous_layout, deep_gemm_masked_fn, masked_layout
 from ckgemm.testing.numeric import scaled_max_diff, scaled_tolerance
 
 import common  # benchmarks/common.py: this script's folder is on sys.path
@@ -81,29 +81,21 @@ def deepgemm_peer(a, sa, b, sb, sizes, out_dtype):
 
 def deepgemm_masked_peer(a, sa, b, sb, sizes, out_dtype):
     """DeepGEMM's decode kernel, its fp8 masked grouped GEMM (m_grouped_fp8_fp4_gemm_nt_masked, exported as
-    fp8_m_grouped_gemm_nt_masked by sgl-deep-gemm 0.1.0): each expert's rows at the start of its own slot of
-    a [G, M_max, K] buffer (M_max: the largest expert rounded up to DeepGEMM's alignment), the real counts on
-    the device and the mean count as its expected_m. Built once here, outside the timed call."""
+    fp8_m_grouped_gemm_nt_masked by sgl-deep-gemm 0.1.0), on the conformance adapter's ``masked_layout``: each
+    expert's rows at the start of its own slot of a [G, M_max, K] buffer (M_max: the largest expert rounded up
+    to DeepGEMM's alignment), the real counts on the device and the mean count as its expected_m. Built once
+    here, outside the timed call."""
     deep_gemm, why = _deep_gemm()
     if deep_gemm is None:
         return None, why
-    names = ("fp8_m_grouped_gemm_nt_masked", "m_grouped_fp8_fp4_gemm_nt_masked", "m_grouped_fp8_gemm_nt_masked")
-    masked = next((getattr(deep_gemm, n) for n in names if hasattr(deep_gemm, n)), None)
+    masked = deep_gemm_masked_fn(deep_gemm)
     if masked is None:
         return None, "deep_gemm has no fp8 masked grouped GEMM"
-    align = deep_gemm.get_mk_alignment_for_contiguous_layout()
-    experts, m_max = len(sizes), max(align, -(-max(sizes, default=0) // align) * align)
-    am = torch.zeros((experts, m_max, a.shape[1]), dtype=a.dtype, device=a.device)
-    sam = torch.ones((experts, m_max, sa.shape[1]), dtype=sa.dtype, device=a.device)
-    src = 0
-    for g, m in enumerate(sizes):
-        am[g, :m], sam[g, :m] = a[src:src + m], sa[src:src + m]
-        src += m
-    d = torch.empty((experts, m_max, b.shape[1]), dtype=out_dtype, device=a.device)
-    masked_m = torch.tensor(sizes, dtype=torch.int32, device=a.device)
-    expected_m = max(1, -(-sum(sizes) // max(experts, 1)))
+    am, sam, masked_m, rows, expected_m = masked_layout(a, sa, torch.tensor(sizes),
+                                                        int(deep_gemm.get_mk_alignment_for_contiguous_layout()))
+    d = torch.empty((am.shape[0], am.shape[1], b.shape[1]), dtype=out_dtype, device=a.device)
     return _first_call(lambda: masked((am, sam), (b, sb), d, masked_m, expected_m),
-                       lambda: torch.cat([d[g, :m] for g, m in enumerate(sizes)]) if sizes else d.flatten(0, 1))
+                       lambda: d.flatten(0, 1).index_select(0, rows))
 
 
 def scaled_grouped_mm_peer(a, sa, b, sb, sizes):

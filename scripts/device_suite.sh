@@ -164,6 +164,7 @@ for stage in "$@"; do
       conf torch_grouped --op torch_grouped_mm --dtype bf16,fp16 --perf
       conf torch_scaled --op torch_scaled_grouped_mm --quant row --perf
       conf deep_gemm --op deep_gemm --quant block --perf
+      conf deep_gemm_masked --op deep_gemm_masked --quant block --perf
       conf bad_ckgemm --op ckgemm --dtype bf16 --bad-input ;;
     own)
       run own_tests python3 -X faulthandler -m pytest $PLUGIN -q -ra --tb=short -m gpu tests/test_gpu_own_fp8.py

@@ -147,6 +147,7 @@ def test_bad_input_checks_pass_a_validating_kernel_and_fail_one_that_accepts_gar
 @pytest.mark.parametrize("op,quant,reason", [
     ("torch_scaled_grouped_mm", "row", "_scaled_grouped_mm"),  # no CPU kernel in torch
     ("deep_gemm", "block", "CUDA tensors only"),
+    ("deep_gemm_masked", "block", "CUDA tensors only"),
     ("aiter_gmm", "none", "aiter.ops.triton.gmm is not importable"),
 ])
 def test_adapters_that_cannot_run_here_are_unsupported_with_the_reason(op, quant, reason, capsys):

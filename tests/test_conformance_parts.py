@@ -178,9 +178,17 @@ def test_adapters_refuse_what_their_kernel_does_not_do_with_the_reason():
         adapters.deep_gemm_contiguous(*row.args())
     with pytest.raises(NotImplementedError, match="layout RC"):
         adapters.deep_gemm_contiguous(*block.args(), layout="RR")
+    with pytest.raises(NotImplementedError, match="--quant block"):
+        adapters.deep_gemm_masked(*row.args())
+    with pytest.raises(NotImplementedError, match="layout RC"):
+        adapters.deep_gemm_masked(*block.args(), layout="RR")
+    with pytest.raises(NotImplementedError, match="CUDA tensors only"):
+        adapters.deep_gemm_masked(*block.args())
     with pytest.raises(ModuleNotFoundError, match=r"aiter.ops.triton.gmm is not importable here \(pip install aiter"):
         adapters.aiter_gmm(*plain.args())
-    assert adapters.deep_gemm_contiguous.conformance_host_sizes and adapters.deep_gemm_contiguous.conformance_prepare
+    for fn in (adapters.deep_gemm_contiguous, adapters.deep_gemm_masked):
+        assert fn.conformance_form == "packed" and fn.conformance_host_sizes and fn.conformance_prepare
+        assert adapters.BUILTIN[fn.__name__.replace("_contiguous", "")] == (fn,)
 
 
 def test_deep_gemm_contiguous_layout_pads_groups_to_the_alignment():
@@ -253,3 +261,42 @@ def test_graph_replays_with_new_sizes_through_a_stand_in_for_cuda_graphs(monkeyp
         checks.run_graph(ctx, graph, ops, row)
         assert (row.status, row.failed) == expected, row.detail
     assert "replay with sizes [0, 17, 64, 3, 4, 40]: group 1 (M=17, N=128, K=192)" in row.detail, row.detail
+
+
+def test_deep_gemm_masked_layout_puts_each_group_at_the_start_of_its_slot():
+    ops = operands.build(CASE, "packed", "RC", F8, "block", 0, "cpu")
+    a_m, sfa_m, masked_m, rows, expected_m = adapters.masked_layout(ops.a, ops.scale_a, ops.sizes, 4)
+    assert a_m.shape == (3, 8, 192) and a_m.dtype == F8 and sfa_m.shape == (3, 8, 2)
+    assert masked_m.dtype == torch.int32 and masked_m.tolist() == [5, 0, 3] and expected_m == 3
+    assert rows.tolist() == [0, 1, 2, 3, 4, 16, 17, 18]
+    assert torch.equal(a_m.flatten(0, 1)[rows].view(torch.uint8), ops.a.view(torch.uint8))
+    assert torch.equal(sfa_m.flatten(0, 1)[rows], ops.scale_a)
+    assert bool((a_m[0, 5:].view(torch.uint8) == 0).all()) and bool((sfa_m[1] == 1).all())
+    empty = adapters.masked_layout(ops.a[:0], ops.scale_a[:0], torch.zeros(3, dtype=torch.int64), 4)
+    assert empty[0].shape == (3, 4, 192) and empty[3].numel() == 0 and empty[4] == 1
+
+
+def test_deep_gemm_masked_adapter_runs_its_kernel_on_the_slots_and_gathers_the_rows(monkeypatch):
+    """The adapter end to end with a stand-in for DeepGEMM's masked kernel (it computes every slot row,
+    padding included, from the dequantized slots): what comes back is each group's real rows, in order."""
+    ops = operands.build(CASE, "packed", "RC", F8, "block", 0, "cpu")
+    calls = []
+
+    def masked(a_pair, b_pair, d, masked_m, expected_m):
+        (a_m, sfa_m), (b, sfb) = a_pair, b_pair
+        calls.append((masked_m.tolist(), expected_m, tuple(d.shape)))
+        k = a_m.shape[-1]
+        a_deq = a_m.float() * sfa_m.repeat_interleave(128, dim=-1)[..., :k]
+        b_deq = b.float() * sfb.repeat_interleave(128, dim=1).repeat_interleave(128, dim=2)[:, :b.shape[1], :k]
+        d.copy_(torch.bmm(a_deq, b_deq.transpose(1, 2)))
+
+    stand_in = type("deep_gemm", (), {"fp8_m_grouped_gemm_nt_masked": staticmethod(masked),
+                                      "get_mk_alignment_for_contiguous_layout": staticmethod(lambda: 4)})
+    monkeypatch.setattr(adapters, "_deep_gemm", lambda a, scale_a, layout, kernel: stand_in)
+    out = adapters.deep_gemm_masked(*ops.args())
+    assert calls == [([5, 0, 3], 3, (3, 8, 129))]
+    assert out.shape == (8, 129) and out.dtype == torch.bfloat16
+    torch.testing.assert_close(out.float(), torch.cat(ops.reference()).float(), rtol=1.6e-2, atol=1e-2)
+    launch = adapters.deep_gemm_masked.conformance_prepare(*ops.args())
+    launch()
+    assert len(calls) == 2

@@ -125,16 +125,52 @@ def contiguous_layout(a, scale_a, group_sizes, align: int):
     return a_pad.view(a.dtype), sfa, m_indices, rows
 
 
-def _deep_gemm_launch(a, b, group_sizes, scale_a, scale_b, layout):
-    """(launch, d, rows): ``launch()`` runs DeepGEMM alone on operands laid out here once."""
+def masked_layout(a, scale_a, group_sizes, align: int):
+    """DeepGEMM's masked layout (its decode kernel's): group g's rows at the start of slot g of a
+    [G, M_max, K] buffer, M_max the largest group rounded up to ``align`` (at least ``align``), the rest zero
+    rows with scale 1. Returns (a_m, sfa_m, masked_m, rows, expected_m): ``masked_m`` the sizes as int32 on the
+    device, ``rows`` each real row's place in the flattened [G * M_max] rows, ``expected_m`` the mean size
+    rounded up (at least 1), DeepGEMM's hint. Reads the sizes on the host."""
+    sizes = [int(s) for s in group_sizes.tolist()]
+    device, groups = a.device, len(sizes)
+    m_max = max(align, -(-max(sizes, default=0) // align) * align)
+    counts = torch.tensor(sizes, device=device)
+    group_of_row = torch.repeat_interleave(torch.arange(groups, device=device), counts)
+    starts = torch.cumsum(counts, 0) - counts
+    rows = group_of_row * m_max + torch.arange(a.shape[0], device=device) - starts[group_of_row]
+    a_m = torch.zeros((groups * m_max, a.shape[1]), dtype=torch.uint8, device=device)
+    a_m[rows] = a.view(torch.uint8)  # fp8 moves as bytes, as in contiguous_layout
+    sfa_m = torch.ones((groups * m_max, scale_a.shape[1]), dtype=torch.float32, device=device)
+    sfa_m[rows] = scale_a
+    masked_m = torch.tensor(sizes, dtype=torch.int32, device=device)
+    expected_m = max(1, -(-sum(sizes) // max(groups, 1)))
+    return (a_m.view(a.dtype).view(groups, m_max, a.shape[1]), sfa_m.view(groups, m_max, -1), masked_m, rows,
+            expected_m)
+
+
+MASKED_NAMES = ("fp8_m_grouped_gemm_nt_masked", "m_grouped_fp8_fp4_gemm_nt_masked", "m_grouped_fp8_gemm_nt_masked")
+
+
+def deep_gemm_masked_fn(dg):
+    """DeepGEMM's fp8 masked grouped GEMM under whichever name this version exports it, or None."""
+    return next((getattr(dg, name) for name in MASKED_NAMES if hasattr(dg, name)), None)
+
+
+def _deep_gemm(a, scale_a, layout, kernel: str):
+    """The deep_gemm module, once the call is one its ``kernel`` takes (else NotImplementedError, why)."""
     if scale_a is None or scale_a.dim() != 2:
-        raise NotImplementedError("DeepGEMM's m_grouped_fp8_gemm_nt_contiguous takes 1x128 / 128x128 block "
-                                  "scales: run with --quant block")
+        raise NotImplementedError(f"DeepGEMM's {kernel} takes 1x128 / 128x128 block scales: run with --quant block")
     if layout != "RC":
-        raise NotImplementedError("m_grouped_fp8_gemm_nt_contiguous is NT: B stored [G, N, K] (layout RC) only")
+        raise NotImplementedError(f"{kernel} is NT: B stored [G, N, K] (layout RC) only")
     if not a.is_cuda:
         raise NotImplementedError("DeepGEMM runs on CUDA tensors only")
-    dg = _require("deep_gemm", DEEP_GEMM_INSTALL)
+    return _require("deep_gemm", DEEP_GEMM_INSTALL)
+
+
+def _contiguous_launch(a, b, group_sizes, scale_a, scale_b, layout):
+    """(launch, d, rows): ``launch()`` runs DeepGEMM's contiguous kernel alone on operands laid out here once,
+    into ``d`` (its padded rows); ``rows`` picks the real ones."""
+    dg = _deep_gemm(a, scale_a, layout, "m_grouped_fp8_gemm_nt_contiguous")
     a_pad, sfa, m_indices, rows = contiguous_layout(a, scale_a, group_sizes,
                                                      int(dg.get_mk_alignment_for_contiguous_layout()))
     d = torch.empty((a_pad.shape[0], b.shape[1]), dtype=torch.bfloat16, device=a.device)
@@ -146,18 +182,46 @@ def _deep_gemm_launch(a, b, group_sizes, scale_a, scale_b, layout):
     return launch, d, rows
 
 
-def _deep_gemm_prepare(a, b, group_sizes, scale_a=None, scale_b=None, *, layout="RC"):
-    return _deep_gemm_launch(a, b, group_sizes, scale_a, scale_b, layout)[0]
+def _masked_launch(a, b, group_sizes, scale_a, scale_b, layout):
+    """(launch, d, rows) for DeepGEMM's masked kernel, ``d`` its [G, M_max, N] output seen as rows."""
+    dg = _deep_gemm(a, scale_a, layout, "fp8_m_grouped_gemm_nt_masked")
+    masked = deep_gemm_masked_fn(dg)
+    if masked is None:
+        raise NotImplementedError("this deep_gemm exports no fp8 masked grouped GEMM (none of "
+                                  f"{', '.join(MASKED_NAMES)})")
+    a_m, sfa_m, masked_m, rows, expected_m = masked_layout(a, scale_a, group_sizes,
+                                                            int(dg.get_mk_alignment_for_contiguous_layout()))
+    d = torch.empty((a_m.shape[0], a_m.shape[1], b.shape[1]), dtype=torch.bfloat16, device=a.device)
+
+    def launch():
+        masked((a_m, sfa_m), (b, scale_b), d, masked_m, expected_m)
+    return launch, d.flatten(0, 1), rows
 
 
-@adapter("packed", host_sizes=True, prepare=_deep_gemm_prepare)
-def deep_gemm_contiguous(a, b, group_sizes, scale_a=None, scale_b=None, *, layout="RC"):
-    """DeepGEMM ``m_grouped_fp8_gemm_nt_contiguous``: our packed rows padded to its 128-row alignment, run,
-    and the real rows gathered back (both copies are inside the call; ``--perf`` also times the kernel
-    alone through ``conformance_prepare``)."""
-    launch, d, rows = _deep_gemm_launch(a, b, group_sizes, scale_a, scale_b, layout)
-    launch()
-    return d.index_select(0, rows)
+def _deep_gemm_adapter(name: str, launcher, doc: str):
+    """A packed-form adapter over ``launcher``: lays the operands out, runs, gathers the real rows back (both
+    copies inside the call); its ``conformance_prepare`` lays out once and returns the kernel's launch alone,
+    which ``--perf`` times too."""
+    def prepare(a, b, group_sizes, scale_a=None, scale_b=None, *, layout="RC"):
+        return launcher(a, b, group_sizes, scale_a, scale_b, layout)[0]
+
+    def run(a, b, group_sizes, scale_a=None, scale_b=None, *, layout="RC"):
+        launch, d, rows = launcher(a, b, group_sizes, scale_a, scale_b, layout)
+        launch()
+        return d.index_select(0, rows)
+    run.__name__ = run.__qualname__ = name
+    run.__doc__ = doc
+    return adapter("packed", host_sizes=True, prepare=prepare)(run)
+
+
+deep_gemm_contiguous = _deep_gemm_adapter(
+    "deep_gemm_contiguous", _contiguous_launch,
+    """DeepGEMM ``m_grouped_fp8_gemm_nt_contiguous``: our packed rows padded to its 128-row alignment, run, the
+    real rows gathered back.""")
+deep_gemm_masked = _deep_gemm_adapter(
+    "deep_gemm_masked", _masked_launch,
+    """DeepGEMM's decode kernel ``fp8_m_grouped_gemm_nt_masked``: our packed rows placed in its [G, M_max, K]
+    slots, run with the sizes as ``masked_m`` (their mean as ``expected_m``), the real rows gathered back.""")
 
 
 # aiter ------------------------------------------------------------------------------------------------------
@@ -175,5 +239,6 @@ BUILTIN = {
     "torch_grouped_mm": (torch_grouped_mm,),
     "torch_scaled_grouped_mm": (torch_scaled_grouped_mm,),
     "deep_gemm": (deep_gemm_contiguous,),
+    "deep_gemm_masked": (deep_gemm_masked,),
     "aiter_gmm": (aiter_gmm,),
 }

@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 "aware precision, poisoned outputs, determinism, graphs, perf against peers.",
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--op", help="pkg.module:function, path/to/file.py:function, or a built-in adapter: "
-                   "ckgemm, torch_grouped_mm, torch_scaled_grouped_mm, deep_gemm, aiter_gmm")
+                   "ckgemm, torch_grouped_mm, torch_scaled_grouped_mm, deep_gemm, deep_gemm_masked, aiter_gmm")
     p.add_argument("--form", help="list, packed, or list,packed (default: the forms the op declares)")
     p.add_argument("--layout", default="RC", help="RC (b[i] stored [N, K]), RR ([K, N]) or RC,RR; default RC")
     p.add_argument("--dtype", help="comma-separated fp16,bf16,fp8,int8 (default: every dtype --quant takes); fp8 "
