@@ -276,6 +276,15 @@ def test_deep_gemm_masked_layout_puts_each_group_at_the_start_of_its_slot():
     assert empty[0].shape == (3, 4, 192) and empty[3].numel() == 0 and empty[4] == 1
 
 
+def test_deep_gemm_masked_kernel_is_found_under_any_exported_name():
+    def kernel():
+        pass
+
+    older = type("deep_gemm", (), {"fp8_m_grouped_gemm_nt_masked": None, "m_grouped_fp8_gemm_nt_masked": kernel})
+    assert adapters.deep_gemm_masked_fn(older) is kernel  # a name exported as None is skipped
+    assert adapters.deep_gemm_masked_fn(type("deep_gemm", (), {})) is None
+
+
 def test_deep_gemm_masked_adapter_runs_its_kernel_on_the_slots_and_gathers_the_rows(monkeypatch):
     """The adapter end to end with a stand-in for DeepGEMM's masked kernel (it computes every slot row,
     padding included, from the dequantized slots): what comes back is each group's real rows, in order."""

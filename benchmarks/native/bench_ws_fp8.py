@@ -147,23 +147,22 @@ def perf(kern, name, recipe, variants, iters, seed, vs_ckgemm=False):
             print(line + f"{t:.4f} ms {flops / t / 1e9:.0f} TFLOP/s (no peer: {why})", flush=True)
             continue
         peer, result = found
-        # a peer that disagrees is no peer to time: two outputs each within scaled_max_diff of the exact product
-        # are within twice it of each other; unscaled, the peer's own error against float64 is bounded alike
+        # outputs that disagree are not timed (ours is checked apart unless --skip-checks, so either may be off).
+        # scaled_max_diff bounds each output's calc_diff against the exact product with twice the rounding's
+        # worst case; calc_diff is quadratic, so two outputs each within it differ by up to twice it again
         bound = 2 * scaled_max_diff(out_dtype)
+        peer()
+        diff = calc_diff(out.float(), result().float())  # the whole output, every group
         if vs_ckgemm:
-            diff = calc_diff(out.float(), result().float())
             line += f"vs ckgemm {why}: calc_diff {diff:.3g}; "
-        elif ref is not None:
+        elif ref is not None:  # unscaled, equal error: both against float64 on the first busy group
             ours_diff = calc_diff(out[s0:s0 + sizes[g0]], ref)
-            peer()
-            diff = calc_diff(result()[s0:s0 + sizes[g0]], ref)
-            line += f"calc_diff vs fp64 ours {ours_diff:.3g} peer {diff:.3g}; "
+            theirs = calc_diff(result()[s0:s0 + sizes[g0]], ref)
+            line += f"calc_diff vs fp64 ours {ours_diff:.3g} peer {theirs:.3g}, ours vs peer {diff:.3g}; "
         else:
-            peer()
-            diff = calc_diff(out.float(), result().float())
             line += f"calc_diff vs peer {diff:.3g}; "
         if not diff <= bound:
-            raise AssertionError(f"{line}the peer's result is off (bound {bound:.3g}); not timed")
+            raise AssertionError(f"{line}ours and the peer disagree (bound {bound:.3g}); not timed")
         pair = paired_ab(ours, peer, rounds=2, iters=iters, graph=True)
         t, tp = pair.a.median_ms, pair.b.median_ms
         print(line + f"ours {t:.4f} ms {flops / t / 1e9:.0f} TFLOP/s, peer {tp:.4f} ms {flops / tp / 1e9:.0f}; "

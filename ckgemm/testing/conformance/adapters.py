@@ -103,16 +103,21 @@ def torch_scaled_grouped_mm(a, b, group_sizes, scale_a=None, scale_b=None, *, la
 DEEP_GEMM_INSTALL = "pip install sgl-deep-gemm==0.1.0 apache-tvm-ffi==0.1.9 (with CUDA_HOME set)"
 
 
+def _row_groups(group_sizes, device):
+    """(sizes on the host, each packed row's group, each group's first packed row), the latter two on ``device``."""
+    sizes = [int(s) for s in group_sizes.tolist()]
+    counts = torch.tensor(sizes, device=device, dtype=torch.int64)
+    group_of_row = torch.repeat_interleave(torch.arange(len(sizes), device=device), counts)
+    return sizes, group_of_row, torch.cumsum(counts, 0) - counts
+
+
 def contiguous_layout(a, scale_a, group_sizes, align: int):
     """DeepGEMM's M-grouped contiguous layout: every group's rows padded to ``align`` (zero rows, scale 1),
     ``m_indices`` giving each padded row its group (-1 for padding). Returns (a_pad, sfa_pad, m_indices,
     rows), ``rows`` being each real row's place in the padded layout. Reads the sizes on the host."""
-    sizes = [int(s) for s in group_sizes.tolist()]
     device = a.device
+    sizes, group_of_row, starts = _row_groups(group_sizes, device)
     padded = [-(-m // align) * align for m in sizes]
-    counts = torch.tensor(sizes, device=device)
-    group_of_row = torch.repeat_interleave(torch.arange(len(sizes), device=device), counts)
-    starts = torch.cumsum(counts, 0) - counts
     starts_padded = torch.cumsum(torch.tensor(padded, device=device), 0) - torch.tensor(padded, device=device)
     rows = torch.arange(a.shape[0], device=device) - starts[group_of_row] + starts_padded[group_of_row]
     total = sum(padded)
@@ -131,12 +136,10 @@ def masked_layout(a, scale_a, group_sizes, align: int):
     rows with scale 1. Returns (a_m, sfa_m, masked_m, rows, expected_m): ``masked_m`` the sizes as int32 on the
     device, ``rows`` each real row's place in the flattened [G * M_max] rows, ``expected_m`` the mean size
     rounded up (at least 1), DeepGEMM's hint. Reads the sizes on the host."""
-    sizes = [int(s) for s in group_sizes.tolist()]
-    device, groups = a.device, len(sizes)
+    device = a.device
+    sizes, group_of_row, starts = _row_groups(group_sizes, device)
+    groups = len(sizes)
     m_max = max(align, -(-max(sizes, default=0) // align) * align)
-    counts = torch.tensor(sizes, device=device)
-    group_of_row = torch.repeat_interleave(torch.arange(groups, device=device), counts)
-    starts = torch.cumsum(counts, 0) - counts
     rows = group_of_row * m_max + torch.arange(a.shape[0], device=device) - starts[group_of_row]
     a_m = torch.zeros((groups * m_max, a.shape[1]), dtype=torch.uint8, device=device)
     a_m[rows] = a.view(torch.uint8)  # fp8 moves as bytes, as in contiguous_layout
@@ -153,7 +156,7 @@ MASKED_NAMES = ("fp8_m_grouped_gemm_nt_masked", "m_grouped_fp8_fp4_gemm_nt_maske
 
 def deep_gemm_masked_fn(dg):
     """DeepGEMM's fp8 masked grouped GEMM under whichever name this version exports it, or None."""
-    return next((getattr(dg, name) for name in MASKED_NAMES if hasattr(dg, name)), None)
+    return next((fn for fn in (getattr(dg, name, None) for name in MASKED_NAMES) if fn is not None), None)
 
 
 def _deep_gemm(a, scale_a, layout, kernel: str):
