@@ -42,11 +42,16 @@ def _inputs(case, dtype, device, seed):
     return sizes, a, b
 
 
-def _verify(out, a, b, sizes, dtype, k, name, ref=None):
-    """``out`` against the reference (computed here unless given): int8 exact, else the harness tolerance."""
-    ref = grouped_gemm_reference_packed(a, b, sizes) if ref is None else ref
-    rule = ckgemm.rule_for(dtype)
-    if rule.exact:
+def verify_output(out, ref, sizes, dtype, k, name, scaled=False):
+    """``out`` (packed rows) against the harness reference ``ref``: int8 exact; scaled calls by
+    ``bench_scaled.verify`` (the quantized inputs' tolerance and calc_diff bound, on the device); else group by
+    group with the harness tolerance."""
+    if scaled:
+        from bench_scaled import verify  # (bench_scaled's imports are heavier; only scaled callers need them)
+
+        verify(out, ref, dtype, k, name)
+        return
+    if ckgemm.rule_for(dtype).exact:
         check(out, ref, name=name)  # int32 against the int64 reference: exact, modulo 2^32 as the accumulator
     else:
         starts = [sum(sizes[:g]) for g in range(len(sizes))]
@@ -75,7 +80,7 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
     out = poisoned((a.shape[0], n), rule.output, device)
     ckgemm.grouped_gemm_packed(a, b, gs, out=out)
     ref = grouped_gemm_reference_packed(a, b, sizes)  # ckgemm's forms and every peer are judged against it
-    _verify(out, a, b, sizes, dtype, k, f"{bc.name} {dtype_name}", ref=ref)
+    verify_output(out, ref, sizes, dtype, k, f"{bc.name} {dtype_name}")
     paths = {"ckgemm packed": ckgemm.last_dispatch()}  # each form's own record (the list form may route elsewhere)
     path = paths["ckgemm packed"]
     flops = bc.case.flops
@@ -89,7 +94,7 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
         out.copy_(poisoned(out.shape, out.dtype, device))
         ckgemm.grouped_gemm_out(a_list, b_list, c_list)
         paths["ckgemm list"] = ckgemm.last_dispatch()
-        _verify(out, a, b, sizes, dtype, k, f"{bc.name} {dtype_name} list form", ref=ref)
+        verify_output(out, ref, sizes, dtype, k, f"{bc.name} {dtype_name} list form")
         fns["ckgemm list"] = lambda: ckgemm.grouped_gemm_out(a_list, b_list, c_list)
     skipped = {}
     capturable = {}

@@ -21,7 +21,7 @@ import ckgemm
 from ckgemm.testing import Report, bench, calc_diff, device_info, gpu_verify, grouped_gemm_reference_packed, paired_ab
 from ckgemm.testing import measure_ceilings, quant, shapes
 from ckgemm.testing.bench import capture_graph
-from ckgemm.testing.conformance.adapters import contiguous_layout, deep_gemm_masked_fn, masked_layout
+from ckgemm.testing.conformance.adapters import contiguous_launch, masked_launch
 from ckgemm.testing.numeric import scaled_max_diff, scaled_tolerance
 
 import common  # benchmarks/common.py: this script's folder is on sys.path
@@ -46,15 +46,6 @@ def verify(out, ref, dtype, k, name):
         raise AssertionError(f"{name}: {stats}; calc_diff {diff:.3g} (bound {scaled_max_diff(torch.bfloat16):.3g})")
 
 
-def _deep_gemm():
-    """The deep_gemm module, or None and why not."""
-    try:
-        import deep_gemm
-    except Exception as exc:  # noqa: BLE001 - not installed or does not load: no peer
-        return None, f"deep_gemm unavailable: {str(exc).splitlines()[0][:80]}"
-    return deep_gemm, ""
-
-
 def _first_call(call, result, who="deep_gemm"):
     """((call, result), "") once call has run, else (None, why): a refusal means no peer for this case."""
     try:
@@ -65,37 +56,27 @@ def _first_call(call, result, who="deep_gemm"):
     return (call, result), ""
 
 
-def deepgemm_peer(a, sa, b, sb, sizes, out_dtype):
-    """DeepGEMM's contiguous grouped layout (the conformance adapter's ``contiguous_layout``): each expert's
-    rows padded to the alignment it asks for, a per-row expert index (-1 on padding rows). Built once here,
-    outside the timed call."""
-    deep_gemm, why = _deep_gemm()
-    if deep_gemm is None:
-        return None, why
-    ap, sap, index, rows = contiguous_layout(a, sa, torch.tensor(sizes),
-                                             int(deep_gemm.get_mk_alignment_for_contiguous_layout()))
-    d = torch.empty((ap.shape[0], b.shape[1]), dtype=out_dtype, device=a.device)
-    return _first_call(lambda: deep_gemm.m_grouped_fp8_gemm_nt_contiguous((ap, sap), (b, sb), d, index),
-                       lambda: d.index_select(0, rows))
+def _deepgemm(launcher, a, sa, b, sb, sizes):
+    """A DeepGEMM peer from a conformance adapter's launcher: the operands laid out once here, outside the timed
+    call, which runs the kernel alone (bf16 out); its result, the real rows gathered back."""
+    try:
+        launch, d, rows = launcher(a, b, torch.tensor(sizes), sa, sb)
+    except (NotImplementedError, ModuleNotFoundError) as exc:  # not installed, or no such kernel in it
+        return None, f"deep_gemm unavailable: {str(exc).splitlines()[0][:80]}"
+    return _first_call(launch, lambda: d.index_select(0, rows))
 
 
-def deepgemm_masked_peer(a, sa, b, sb, sizes, out_dtype):
+def deepgemm_peer(a, sa, b, sb, sizes):
+    """DeepGEMM's m_grouped_fp8_gemm_nt_contiguous on its contiguous layout (each expert's rows padded to the
+    alignment it asks for, a per-row expert index, -1 on padding rows)."""
+    return _deepgemm(contiguous_launch, a, sa, b, sb, sizes)
+
+
+def deepgemm_masked_peer(a, sa, b, sb, sizes):
     """DeepGEMM's decode kernel, its fp8 masked grouped GEMM (m_grouped_fp8_fp4_gemm_nt_masked, exported as
-    fp8_m_grouped_gemm_nt_masked by sgl-deep-gemm 0.1.0), on the conformance adapter's ``masked_layout``: each
-    expert's rows at the start of its own slot of a [G, M_max, K] buffer (M_max: the largest expert rounded up
-    to DeepGEMM's alignment), the real counts on the device and the mean count as its expected_m. Built once
-    here, outside the timed call."""
-    deep_gemm, why = _deep_gemm()
-    if deep_gemm is None:
-        return None, why
-    masked = deep_gemm_masked_fn(deep_gemm)
-    if masked is None:
-        return None, "deep_gemm has no fp8 masked grouped GEMM"
-    am, sam, masked_m, rows, expected_m = masked_layout(a, sa, torch.tensor(sizes),
-                                                        int(deep_gemm.get_mk_alignment_for_contiguous_layout()))
-    d = torch.empty((am.shape[0], am.shape[1], b.shape[1]), dtype=out_dtype, device=a.device)
-    return _first_call(lambda: masked((am, sam), (b, sb), d, masked_m, expected_m),
-                       lambda: d.flatten(0, 1).index_select(0, rows))
+    fp8_m_grouped_gemm_nt_masked by sgl-deep-gemm 0.1.0): each expert's rows at the start of its own slot of a
+    [G, M_max, K] buffer, the real counts on the device and their mean as its expected_m."""
+    return _deepgemm(masked_launch, a, sa, b, sb, sizes)
 
 
 def scaled_grouped_mm_peer(a, sa, b, sb, sizes):
@@ -134,7 +115,7 @@ def run(name, recipe, dtype, args, device, report, ceilings):
         # 5-27 rows per expert to 128, about 8x the real rows' work)
         peer_name = "_scaled_grouped_mm" if recipe == "row" else "DeepGEMM masked" if decode else "DeepGEMM"
         found, why = (scaled_grouped_mm_peer(a, sa, b, sb, sizes) if recipe == "row" else
-                      (deepgemm_masked_peer if decode else deepgemm_peer)(a, sa, b, sb, sizes, torch.bfloat16))
+                      (deepgemm_masked_peer if decode else deepgemm_peer)(a, sa, b, sb, sizes))
         if found is None:
             notes.append(why)
         else:

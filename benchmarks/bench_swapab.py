@@ -29,8 +29,7 @@ from ckgemm.testing import Report, bench, device_info, grouped_gemm_reference_pa
 from ckgemm.testing import there_and_back
 
 import common  # benchmarks/common.py: this script's folder is on sys.path
-from bench_grouped_gemm import _verify as verify_unscaled
-from bench_scaled import verify as verify_scaled
+from bench_grouped_gemm import verify_output
 
 KINDS = [(torch.float8_e4m3fn, r) for r in ("none", "row", "tensor", "block")] + \
         [(torch.int8, r) for r in ("none", "row", "tensor")]
@@ -73,11 +72,9 @@ def timed_graph(name, call, args, device, flush=None):
 def checker(a, sa, b, sb, sizes, dtype, recipe, k):
     """A check of one call's outputs, its reference computed once: int8 exact; fp8 unscaled against the
     reference; scaled against the reference with the same quantization."""
-    if recipe == "none":
-        ref = grouped_gemm_reference_packed(a, b, sizes)
-        return lambda out, name: verify_unscaled(out, a, b, sizes, dtype, k, name, ref=ref)
-    ref = grouped_gemm_reference_packed((a, sa), (b, sb), sizes)
-    return lambda out, name: verify_scaled(out, ref, dtype, k, name)
+    ref = grouped_gemm_reference_packed(a, b, sizes) if recipe == "none" else \
+        grouped_gemm_reference_packed((a, sa), (b, sb), sizes)
+    return lambda out, name: verify_output(out, ref, sizes, dtype, k, name, scaled=recipe != "none")
 
 
 def decode(args, device, report, ceilings):

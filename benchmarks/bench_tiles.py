@@ -23,11 +23,12 @@ from tabulate import tabulate
 
 import ckgemm
 from ckgemm.backends.native import _C
-from ckgemm.testing import Report, bench, check, device_info, grouped_gemm_reference_packed, shapes, there_and_back
+from ckgemm.testing import Report, bench, device_info, grouped_gemm_reference_packed, shapes, there_and_back
 from ckgemm.testing.data import random_tensor
 from ckgemm.testing.peers import checked, peers as find_peers
 
 import common  # benchmarks/common.py: this script's folder is on sys.path
+from bench_grouped_gemm import verify_output
 
 CASES = {  # name: (experts, tokens, N, K)
     "uniform 8x4096^3": (8, 8 * 4096, 4096, 4096),
@@ -62,7 +63,7 @@ def scaled_inputs(recipe, tokens, experts, n, k, ms, device, seed):
     b, sb = quant.cast_for(torch.randn((experts, n, k), generator=gen, device=device) * 0.05, recipe, "b")
     ref = grouped_gemm_reference_packed((a, sa), (b, sb), list(ms))
     if recipe == "block":
-        name, (found, why) = "DeepGEMM", deepgemm_peer(a, sa, b, sb, list(ms), torch.bfloat16)
+        name, (found, why) = "DeepGEMM", deepgemm_peer(a, sa, b, sb, list(ms))
     else:
         name, (found, why) = "_scaled_grouped_mm", scaled_grouped_mm_peer(a, sa, b, sb, list(ms))
     if found is not None:
@@ -73,19 +74,6 @@ def scaled_inputs(recipe, tokens, experts, n, k, ms, device, seed):
     if found is None:
         print(f"no {name} peer: {why}", flush=True)
     return a, b, {"scale_a": sa, "scale_b": sb}, ref, ({name: found[0]} if found else {})
-
-
-def check_default(out, ref, ms, dtype, k, scaled, name):
-    """The rule's pick against the harness reference, group by group (scaled: the tolerance of the quantized
-    inputs, bench_scaled.verify's bound on the whole output)."""
-    if scaled:
-        from bench_scaled import verify
-
-        verify(out, ref, dtype, k, name)
-        return
-    starts = [sum(ms[:g]) for g in range(len(ms))]
-    check([out[s:s + m] for s, m in zip(starts, ms) if m], [ref[s:s + m] for s, m in zip(starts, ms) if m],
-          in_dtype=dtype, k=k, name=name)
 
 
 def run(name, dtype_name, args, device, report):
@@ -117,7 +105,7 @@ def run(name, dtype_name, args, device, report):
     os.environ.pop("CKGEMM_CONFIG", None)
     ckgemm.grouped_gemm_packed(a, b, gs, out=out, **scales)
     default = ckgemm.last_dispatch().summary
-    check_default(out, ref, ms, dtype, k, bool(recipe), f"{name} {dtype_name} ({default})")
+    verify_output(out, ref, ms, dtype, k, f"{name} {dtype_name} ({default})", scaled=bool(recipe))
     del ref
     reference = out.clone()
     order = candidates(dtype, scaling)

@@ -89,7 +89,7 @@ def _op(args):
             sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
             from bench_scaled import deepgemm_peer, scaled_grouped_mm_peer  # noqa: E402
 
-            found, why = (deepgemm_peer(qa, sa, qb, sb, sizes, torch.bfloat16) if args.who == "deepgemm"
+            found, why = (deepgemm_peer(qa, sa, qb, sb, sizes) if args.who == "deepgemm"
                           else scaled_grouped_mm_peer(qa, sa, qb, sb, sizes))
             if found is None:
                 raise SystemExit(f"peer {args.who!r} not runnable here: {why}")

@@ -157,7 +157,7 @@ def test_pool_joins_runs_and_keeps_the_last_runs_record():
     assert (joined.method, joined.cold, joined.warmup, joined.device) == ("cuda-graph", "warm", 2, "dev1")
 
 
-_SCRIPT_MODULES = ("bench_grouped_gemm", "bench_tiles", "bench_scaled", "common", "cases")
+_SCRIPT_MODULES = ("bench_grouped_gemm", "bench_scaled", "common", "cases")
 
 
 @pytest.fixture
@@ -193,12 +193,13 @@ def test_bench_grouped_gemm_times_every_contestant_there_and_back(benchmark_modu
 
 
 @pytest.mark.parametrize("scaled", [False, True])
-def test_bench_tiles_checks_the_rules_pick_against_the_reference(benchmark_module, scaled):
-    """bench_tiles times nothing whose output it has not compared with the harness reference (with the same
-    quantization for the scaled kinds): a wrong element in any group fails it."""
+def test_the_benchmarks_output_check_fails_on_any_wrong_group(benchmark_module, scaled):
+    """The output check bench_grouped_gemm, bench_tiles and bench_swapab run before they time anything (against
+    the harness reference, with the same quantization for the scaled kinds): a wrong element in any group
+    fails it."""
     from ckgemm.testing import grouped_gemm_reference_packed, quant
 
-    bench_tiles = benchmark_module("bench_tiles")
+    verify_output = benchmark_module("bench_grouped_gemm").verify_output
     gen = torch.Generator().manual_seed(7)
     ms, k = [3, 0, 70], 256
     a, b = torch.randn((sum(ms), k), generator=gen), torch.randn((3, 64, k), generator=gen)
@@ -209,12 +210,12 @@ def test_bench_tiles_checks_the_rules_pick_against_the_reference(benchmark_modul
         a, b = a.bfloat16(), b.bfloat16()
         ref = grouped_gemm_reference_packed(a, b, ms)
     out = ref.to(torch.bfloat16)
-    bench_tiles.check_default(out, ref, ms, a.dtype, k, scaled, "pick")
+    verify_output(out, ref, ms, a.dtype, k, "pick", scaled=scaled)
     for row in (2, 72):  # the first group's last row, the last group's last row
         bad = out.clone()
         bad[row, 5] += 10 * float(ref.abs().max())
         with pytest.raises(AssertionError):
-            bench_tiles.check_default(bad, ref, ms, a.dtype, k, scaled, "pick")
+            verify_output(bad, ref, ms, a.dtype, k, "pick", scaled=scaled)
 
 
 def test_breakdown_separates_kernels_from_the_host_gap():

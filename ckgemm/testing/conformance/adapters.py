@@ -118,7 +118,8 @@ def contiguous_layout(a, scale_a, group_sizes, align: int):
     device = a.device
     sizes, group_of_row, starts = _row_groups(group_sizes, device)
     padded = [-(-m // align) * align for m in sizes]
-    starts_padded = torch.cumsum(torch.tensor(padded, device=device), 0) - torch.tensor(padded, device=device)
+    padded_t = torch.tensor(padded, device=device)
+    starts_padded = torch.cumsum(padded_t, 0) - padded_t
     rows = torch.arange(a.shape[0], device=device) - starts[group_of_row] + starts_padded[group_of_row]
     total = sum(padded)
     a_pad = torch.zeros((total, a.shape[1]), dtype=torch.uint8, device=device)
@@ -170,9 +171,10 @@ def _deep_gemm(a, scale_a, layout, kernel: str):
     return _require("deep_gemm", DEEP_GEMM_INSTALL)
 
 
-def _contiguous_launch(a, b, group_sizes, scale_a, scale_b, layout):
+def contiguous_launch(a, b, group_sizes, scale_a, scale_b, layout="RC"):
     """(launch, d, rows): ``launch()`` runs DeepGEMM's contiguous kernel alone on operands laid out here once,
-    into ``d`` (its padded rows); ``rows`` picks the real ones."""
+    into ``d`` (bf16, its padded rows); ``rows`` picks the real ones. NotImplementedError or ModuleNotFoundError,
+    with the reason, where DeepGEMM cannot take the call (the benchmarks' DeepGEMM peers are built on this)."""
     dg = _deep_gemm(a, scale_a, layout, "m_grouped_fp8_gemm_nt_contiguous")
     a_pad, sfa, m_indices, rows = contiguous_layout(a, scale_a, group_sizes,
                                                      int(dg.get_mk_alignment_for_contiguous_layout()))
@@ -185,8 +187,9 @@ def _contiguous_launch(a, b, group_sizes, scale_a, scale_b, layout):
     return launch, d, rows
 
 
-def _masked_launch(a, b, group_sizes, scale_a, scale_b, layout):
-    """(launch, d, rows) for DeepGEMM's masked kernel, ``d`` its [G, M_max, N] output seen as rows."""
+def masked_launch(a, b, group_sizes, scale_a, scale_b, layout="RC"):
+    """(launch, d, rows) for DeepGEMM's masked kernel, as ``contiguous_launch``; ``d`` its [G, M_max, N] output
+    seen as rows."""
     dg = _deep_gemm(a, scale_a, layout, "fp8_m_grouped_gemm_nt_masked")
     masked = deep_gemm_masked_fn(dg)
     if masked is None:
@@ -218,11 +221,11 @@ def _deep_gemm_adapter(name: str, launcher, doc: str):
 
 
 deep_gemm_contiguous = _deep_gemm_adapter(
-    "deep_gemm_contiguous", _contiguous_launch,
+    "deep_gemm_contiguous", contiguous_launch,
     """DeepGEMM ``m_grouped_fp8_gemm_nt_contiguous``: our packed rows padded to its 128-row alignment, run, the
     real rows gathered back.""")
 deep_gemm_masked = _deep_gemm_adapter(
-    "deep_gemm_masked", _masked_launch,
+    "deep_gemm_masked", masked_launch,
     """DeepGEMM's decode kernel ``fp8_m_grouped_gemm_nt_masked``: our packed rows placed in its [G, M_max, K]
     slots, run with the sizes as ``masked_m`` (their mean as ``expected_m``), the real rows gathered back.""")
 
