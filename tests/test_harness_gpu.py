@@ -1,7 +1,8 @@
 """The harness's device paths (skipped without a GPU): event timing with the flush outside the timed window,
-graph replay, rotation, telemetry, measured ceilings, the GPU reference, gpu_verify's torch fallback on the
-device, and the fused kernel of csrc/common/verify.cuh (torch.ops.ckgemm.verify_stats, when the extension
-is built) agreeing with the CPU path."""
+graph replay, rotation, telemetry, measured ceilings, the GPU reference, the ported DeepGEMM/aiter timers
+(ckgemm.testing.compat), gpu_verify's torch fallback on the device, and the fused kernel of
+csrc/common/verify.cuh (torch.ops.ckgemm.verify_stats, when the extension is built) agreeing with the CPU
+path."""
 from __future__ import annotations
 
 import shutil
@@ -107,6 +108,21 @@ def test_events_time_the_kernel_not_the_flush():
     buffer = torch.empty(device_info.flush_bytes(DEV) // 4, dtype=torch.int32, device=DEV)
     memset = bench(lambda: buffer.zero_(), warmup=2, iters=10, device=DEV, flush=False, telemetry=False)
     assert res.median_ms < 0.2 * memset.median_ms, (str(res), str(memset))
+
+
+def test_ported_timers_time_kernels_by_name_and_never_the_flush():
+    from ckgemm.testing.compat import aiter, deep_gemm
+    x = torch.randn(1 << 22, device=DEV)
+    sin = deep_gemm.bench_kineto(lambda: torch.sin(x), "sin_kernel", num_tests=5)
+    assert 0 < sin < 1e-3
+    pair = deep_gemm.bench_kineto(lambda: (torch.sin(x), torch.sin(x)), ("sin_kernel",), num_tests=5,
+                                  with_multiple_kernels=True)
+    assert 1.5 * sin < pair[0] < 3.0 * sin, (sin, pair)  # two launches per call, summed
+    with pytest.raises(ValueError, match="no kernel name contains 'Memcpy'"):  # the flush's copy is left out
+        deep_gemm.bench_kineto(lambda: torch.sin(x), "Memcpy", num_tests=2)
+    assert 0 < deep_gemm.bench(lambda: torch.sin(x), num_tests=5) < 1e-3
+    out, us = aiter.run_perftest(torch.sin, x, num_iters=5, testGraph=True)
+    assert torch.equal(out, torch.sin(x)) and 0 < us < 1000
 
 
 def test_warm_up_runs_for_warmup_ms_of_device_time():

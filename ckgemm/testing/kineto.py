@@ -61,6 +61,37 @@ def _device_time_us(event) -> float:
     return 0.0
 
 
+def profile_table(fn, iters: int, *, gpu: bool, before=None, trace_path: str | None = None) -> dict[str, tuple[float, int]]:
+    """Run ``fn`` ``iters`` times under ``torch.profiler``, each call between two synchronisations (``before()``
+    runs ahead of each call, inside the profile), and return, per event name, the total time in microseconds
+    and the count: the device kernels on a GPU (copies and memsets too), the CPU operators on a CPU run (their
+    inclusive CPU time). ``trace_path``: also write a Chrome trace there."""
+    sync = torch.cuda.synchronize if gpu else (lambda: None)
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if gpu:
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=activities) as prof:
+        for _ in range(iters):
+            sync()
+            if before is not None:
+                before()
+            fn()
+            sync()
+    if trace_path is not None:
+        prof.export_chrome_trace(trace_path)
+    wanted = torch.autograd.DeviceType.CUDA if gpu else torch.autograd.DeviceType.CPU
+    table: dict[str, tuple[float, int]] = {}
+    for event in prof.key_averages():
+        if getattr(event, "device_type", None) != wanted:
+            continue
+        us = _device_time_us(event) if gpu else float(event.cpu_time_total)
+        if gpu and us <= 0:
+            continue
+        total, count = table.get(event.key, (0.0, 0))
+        table[event.key] = (total + us, count + int(event.count))
+    return table
+
+
 def breakdown(fn, *, iters: int = 20, warmup: int = 3, device=None) -> Breakdown:
     """Time ``fn`` (no arguments) ``iters`` times, and on a GPU profile it ``iters`` times more; see the module
     docstring."""
@@ -83,18 +114,7 @@ def breakdown(fn, *, iters: int = 20, warmup: int = 3, device=None) -> Breakdown
     kernels: dict[str, float] = {}
     launches = 0
     if gpu:
-        activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
-        with torch.profiler.profile(activities=activities) as prof:
-            for _ in range(iters):
-                sync()
-                fn()
-                sync()
-        for event in prof.key_averages():
-            if getattr(event, "device_type", None) != torch.autograd.DeviceType.CUDA:
-                continue
-            us = _device_time_us(event)
-            if us <= 0:
-                continue
-            kernels[event.key] = kernels.get(event.key, 0.0) + us / iters
-            launches += event.count
+        for name, (us, count) in profile_table(fn, iters, gpu=True).items():
+            kernels[name] = us / iters
+            launches += count
     return Breakdown(iters, wall * 1e6, float(sum(kernels.values())), kernels, launches / iters, gpu)

@@ -1,5 +1,5 @@
-"""Numbers for judging a kernel's output: DeepGEMM's ``calc_diff``, element-wise error statistics,
-and CK-tile's tolerance model.
+"""Numbers for judging a kernel's output: DeepGEMM's ``calc_diff`` and ``count_bytes``, element-wise error
+statistics, and CK-tile's tolerance model.
 
 The comparison rule shared by every path in this package (``error_stats``, ``check``, ``gpu_verify``
 and the fused kernel in ``csrc/common/verify.cuh``), evaluated in float64:
@@ -37,6 +37,21 @@ def calc_diff(x: torch.Tensor, y: torch.Tensor) -> float:
     if float(denominator) == 0.0:
         return 0.0
     return float(1.0 - 2.0 * (x * y).sum() / denominator)
+
+
+def count_bytes(*tensors) -> int:
+    """Bytes held by the tensors given (nested lists and tuples walked, ``None`` skipped), as DeepGEMM's
+    ``count_bytes``: ``numel * element_size`` of each, the bytes a kernel reading or writing them moves.
+    Anything else is an error rather than zero bytes."""
+    total = 0
+    for t in tensors:
+        if isinstance(t, (list, tuple)):
+            total += count_bytes(*t)
+        elif isinstance(t, torch.Tensor):
+            total += t.numel() * t.element_size()
+        elif t is not None:
+            raise TypeError(f"count_bytes: expected tensors, lists or tuples of them, or None; got {type(t).__name__}")
+    return total
 
 
 def mantissa_bits(dtype: torch.dtype) -> int:

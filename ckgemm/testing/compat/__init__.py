@@ -1,0 +1,19 @@
+"""Drop-in names for test and benchmark scripts ported from DeepGEMM's and aiter's testing helpers.
+
+A script that imports ``bench``, ``bench_kineto``, ``calc_diff`` and ``count_bytes`` from
+``deep_gemm.testing``, or ``checkAllclose``, ``perftest``, ``run_perftest`` and ``benchmark`` from
+``aiter.test_common``, runs unchanged on ckgemm's harness after changing the import:
+
+    from ckgemm.testing.compat.deep_gemm import bench, bench_kineto, calc_diff, count_bytes
+    from ckgemm.testing.compat.aiter import benchmark, checkAllclose, perftest, run_perftest
+
+Signatures, argument names, defaults and return units are theirs (seconds for DeepGEMM's timers, microseconds
+for aiter's, a mismatch ratio from ``checkAllclose``). What differs is where theirs can pass silently, and is
+listed in each module: a kernel name that matches nothing is an error, not a time of 0; ``checkAllclose``
+raises when more than ``tol_err_ratio`` of the elements mismatch, where aiter's only prints "failed" (pass
+``strict=False`` for the ratio alone); shapes that differ are an error, not broadcast. Timing comes from
+``ckgemm.testing.bench`` (device events per call, cold L2 outside the timed window, the median) and the
+per-kernel table from ``ckgemm.testing.kineto``; both also run on a CPU-only machine.
+
+Nothing here is imported by ``ckgemm.testing`` itself: import the module you port from.
+"""
