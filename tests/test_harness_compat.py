@@ -21,6 +21,8 @@ ORIGINAL_PARAMETERS = {
                              "with_multiple_kernels", "barrier"],
     aiter.checkAllclose: ["a", "b", "rtol", "atol", "tol_err_ratio", "msg", "printNum", "printLog", "max_abs_delta",
                           "catastrophic_check", "mask"],
+    aiter.run_perftest: ["func", "args", "num_iters", "num_warmup", "testGraph", "num_rotate_args", "needTrace",
+                         "use_cuda_event"],
     aiter.perftest: ["num_iters", "num_warmup", "testGraph", "num_rotate_args", "needTrace", "use_cuda_event"],
 }
 
@@ -99,7 +101,7 @@ def test_bench_kineto_refuses_names_it_cannot_time():
             deep_gemm.bench_kineto(fn, "aten::mm", device="cuda")
 
 
-def test_bench_kineto_runs_the_barrier_and_writes_the_trace(tmp_path):
+def test_bench_kineto_runs_the_barrier_and_writes_the_trace(tmp_path, capfd):
     x, y = _mm_case()
     barriers = []
     path = tmp_path / "trace.json"
@@ -108,11 +110,12 @@ def test_bench_kineto_runs_the_barrier_and_writes_the_trace(tmp_path):
     assert len(barriers) == 3
     events = json.loads(path.read_text())["traceEvents"]
     assert any(e.get("name") == "aten::mm" for e in events)
-    print("stdout is back")  # suppress_kineto_output restored the descriptors
+    print("stdout is back")
+    assert "stdout is back" in capfd.readouterr().out  # suppress_kineto_output restored the descriptors
 
 
 def test_deep_gemm_bench_returns_seconds():
-    t = deep_gemm.bench(lambda: time.sleep(0.002), num_warmups=1, num_tests=3)
+    t = deep_gemm.bench(lambda: time.sleep(0.002), num_warmups=1, num_tests=3, device="cpu")
     assert isinstance(t, float) and 0.002 <= t < 0.5
 
 
@@ -149,7 +152,8 @@ def test_check_allclose_catastrophic_results_raise_even_when_not_strict():
     out[0] = float("nan")  # one element in a thousand: under the ratio
     assert aiter.checkAllclose(out, ref, printLog=False) == pytest.approx(0.001)  # NaN counts as a mismatch
     with pytest.raises(AssertionError, match="catastrophic"):
-        aiter.checkAllclose(out, ref, catastrophic_check=True, strict=False, printLog=False)
+        aiter.checkAllclose(out, ref, catastrophic_check=True, strict=False)
+    assert aiter.checkAllclose(out, ref, catastrophic_check=True, strict=False, printLog=False) == 1.0  # aiter's quiet path
     out = ref.clone()
     out[5] += 0.6  # more than half of max|ref| = 1
     with pytest.raises(AssertionError, match="catastrophic"):
@@ -178,18 +182,26 @@ def test_check_allclose_mask_compares_only_where_true():
 def test_perftest_returns_the_output_and_microseconds():
     calls = []
 
-    @aiter.perftest(num_iters=5, num_warmup=1)
-    def run(x, scale=1.0):
-        calls.append(1)
+    @aiter.perftest(num_iters=5, num_warmup=1, device="cpu")
+    def run(x, scale=1.0, num_iters=None):  # a keyword named like a timing option goes to the function
+        calls.append(num_iters)
         time.sleep(0.001)
         return x * scale
 
-    out, us = run(torch.ones(3), scale=2.0)
+    out, us = run(torch.ones(3), scale=2.0, num_iters="mine")
     assert torch.equal(out, torch.full((3,), 2.0))
     assert isinstance(us, float) and 1000.0 <= us < 500_000.0
-    assert len(calls) == 1 + 1 + 5  # the returned output's call, the warm-up, the timed calls
-    out, us = aiter.run_perftest(lambda x: x + 1, torch.zeros(2), num_iters=3, num_rotate_args=3)
+    assert calls == ["mine"] * (1 + 1 + 5)  # the returned output's call, the warm-up, the timed calls
+    seen = []
+
+    def add(x, *, y):
+        seen.append((x.data_ptr(), y.data_ptr()))
+        return x + y
+
+    out, us = aiter.run_perftest(add, torch.zeros(2), y=torch.ones(2), num_iters=4, num_warmup=0, num_rotate_args=3,
+                                 device="cpu")
     assert torch.equal(out, torch.ones(2)) and us > 0
+    assert len(set(seen[1:])) == 3  # positional and keyword tensors both rotate through three copies
     with pytest.raises(ValueError, match="num_iters >= 1"):
         aiter.run_perftest(lambda: None, num_iters=0)
     if not torch.cuda.is_available():
@@ -199,7 +211,7 @@ def test_perftest_returns_the_output_and_microseconds():
 
 def test_perftest_writes_a_trace_when_asked(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    aiter.run_perftest(lambda x: torch.mm(x, x), torch.ones(8, 8), num_iters=2, needTrace=True)
+    aiter.run_perftest(lambda x: torch.mm(x, x), torch.ones(8, 8), num_iters=2, needTrace=True, device="cpu")
     traces = list((tmp_path / "ckgemm_logs").glob("perftest_*.json"))
     assert len(traces) == 1 and "aten::mm" in traces[0].read_text()
 
@@ -211,6 +223,12 @@ def test_benchmark_rows_hold_the_arguments_and_the_results():
 
     assert case(torch.bfloat16, 8, k=64) == {"dtype": torch.bfloat16, "m": 8, "n": 16, "k": 64, "ck us": 1.5,
                                               "ck err": 0.0}
+
+    @aiter.benchmark()
+    def pairs(m):
+        return [("ck us", 2.0)]
+
+    assert pairs(4) == {"m": 4, "ck us": 2.0}
 
     @aiter.benchmark()
     def bad(m):

@@ -7,10 +7,13 @@ Where these differ from DeepGEMM's:
   returns 0 seconds, which a script turns into an infinite TFLOP/s), and when several distinct kernels match
   one name without ``with_multiple_kernels=True`` (DeepGEMM asserts). Its L2 flush before each call is a
   device-to-device copy over ``device_info.flush_bytes`` (256 MB or twice the L2), not an 8 GB memset: a
-  copy shows in the profile as ``Memcpy DtoD``, which is left out of the matching, so no flush kernel can
-  match a kernel name (DeepGEMM's memset is an elementwise kernel, which a name such as "elementwise" would
-  match). On a CPU-only machine the names match the CPU operators of the profile (``"aten::mm"``), timed by
-  their inclusive CPU time.
+  copy shows in the profile as ``Memcpy DtoD``, which is left out of the matching (so are ``fn``'s own
+  device-to-device copies while ``flush_l2`` is on), so no flush kernel can match a kernel name (DeepGEMM's
+  memset is an elementwise kernel, which a name such as "elementwise" would match); the barrier's sleep
+  kernel is left out too. On a CPU-only machine, or with ``device="cpu"``, the names match the CPU operators
+  of the profile (``"aten::mm"``), timed by their inclusive CPU time (a name that matches an operator and one
+  it calls counts the inner one twice with ``with_multiple_kernels``). The environment variables of
+  DeepGEMM's version (``DG_USE_NVIDIA_TOOLS``, ``DG_BENCH_FLUSH_L2_BYTES``) are not read.
 - ``bench`` is ``ckgemm.testing.bench``: device events around each call with the L2 flushed outside the
   timed window, and the median over the calls, in seconds (DeepGEMM's is the mean of back-to-back calls
   after one flush; ``high_precision`` is accepted and has nothing left to do).
@@ -32,13 +35,15 @@ from ..numeric import calc_diff, count_bytes
 __all__ = ["bench", "bench_kineto", "calc_diff", "count_bytes", "suppress_stdout_stderr"]
 
 _FLUSH_EVENT = "Memcpy DtoD"  # the flush's copy in the profile (left out of the matching)
+_SLEEP_KERNEL = "spin_kernel("  # torch.cuda._sleep's kernel, ahead of the barrier (left out too)
 _BARRIER_SLEEP_CYCLES = int(2e7)  # DeepGEMM's: ~10 ms of device sleep so every rank reaches the barrier idle
 
 
-def bench(fn, num_warmups: int = 5, num_tests: int = 10, high_precision: bool = False) -> float:
-    """Seconds per call of ``fn``: ``ckgemm.testing.bench`` (events per call, cold L2, the median)."""
+def bench(fn, num_warmups: int = 5, num_tests: int = 10, high_precision: bool = False, *, device=None) -> float:
+    """Seconds per call of ``fn``: ``ckgemm.testing.bench`` (events per call, cold L2, the median); ``device``
+    as ``bench``'s (``"cpu"`` times on the host on a machine with a GPU too)."""
     del high_precision  # each call is timed by its own events: there is no launch overhead to hide
-    return float(_bench(fn, warmup=num_warmups, iters=num_tests, telemetry=False)) / 1e3
+    return float(_bench(fn, warmup=num_warmups, iters=num_tests, telemetry=False, device=device)) / 1e3
 
 
 @contextlib.contextmanager
@@ -99,13 +104,16 @@ def bench_kineto(fn, kernel_names, num_tests: int = 30, suppress_kineto_output: 
         raise ValueError(f"bench_kineto: num_tests must be >= 1, got {num_tests}")
     device_info.check_requested("bench_kineto", device)
     gpu = torch.cuda.is_available() and (device is None or torch.device(device).type == "cuda")
-    fn()
     quiet = suppress_stdout_stderr() if suppress_kineto_output else contextlib.nullcontext()
-    with quiet:
-        table = kineto.profile_table(fn, num_tests, gpu=gpu, before=_before_each(gpu, flush_l2, barrier),
-                                     trace_path=trace_path)
-    if gpu and flush_l2:
-        table = {name: entry for name, entry in table.items() if not name.startswith(_FLUSH_EVENT)}
+    on_device = torch.cuda.device(torch.device(device)) if gpu and device is not None else contextlib.nullcontext()
+    with on_device:
+        fn()
+        with quiet:
+            table = kineto.profile_table(fn, num_tests, gpu=gpu, before=_before_each(gpu, flush_l2, barrier),
+                                         trace_path=trace_path)
+    if gpu:  # the flush's copies and the barrier's sleep are not fn's
+        table = {name: entry for name, entry in table.items()
+                 if not (flush_l2 and name.startswith(_FLUSH_EVENT)) and not (barrier is not None and _SLEEP_KERNEL in name)}
     what = "kernel" if gpu else "CPU operator"
     times = []
     for name in names:
