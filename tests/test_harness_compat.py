@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from ckgemm.testing.compat import aiter, deep_gemm
-from ckgemm.testing.numeric import calc_diff, count_bytes
+from ckgemm.testing.numeric import assert_bitwise_equal, calc_diff, count_bytes
 
 # The originals' signatures (deep_gemm/testing/bench.py, aiter/test_common.py): a ported script passes these
 # names, positionally or by keyword, so they are part of the contract.
@@ -40,7 +40,7 @@ def test_count_bytes_walks_lists_and_skips_none():
     assert deep_gemm.count_bytes() == 0
     with pytest.raises(TypeError, match="got int"):
         count_bytes(a, 3)
-    assert deep_gemm.calc_diff is calc_diff
+    assert deep_gemm.calc_diff is calc_diff and deep_gemm.assert_bitwise_equal is assert_bitwise_equal
 
 
 def _mm_case():

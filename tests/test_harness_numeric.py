@@ -1,11 +1,11 @@
 """ckgemm.testing.numeric: calc_diff identities, CK-tile's tolerance formulas against their worked values,
-and error_stats on random and adversarial data."""
+error_stats on random and adversarial data, and assert_bitwise_equal's report."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from ckgemm.testing import calc_diff, error_stats, tolerance
+from ckgemm.testing import assert_bitwise_equal, calc_diff, error_stats, tolerance
 from ckgemm.testing.numeric import ck_absolute_threshold, ck_relative_threshold, mantissa_bits
 from support import generator
 
@@ -162,3 +162,25 @@ def test_scaled_tolerance_admits_fp16_outputs_rounded_into_its_subnormals():
     assert atol >= 2.0**-24 and not numeric.mismatch_mask(ref.to(torch.float16), ref, rtol, atol).any()
     off = ref.to(torch.float16).double() + 4 * 2.0**-24
     assert numeric.mismatch_mask(off, ref, rtol, atol).any()
+
+
+def test_assert_bitwise_equal_names_the_first_differing_byte_and_element():
+    x = torch.randn(3, 4, generator=torch.Generator().manual_seed(5)).to(torch.bfloat16)
+    assert_bitwise_equal(x, x.clone())
+    assert_bitwise_equal(x.t(), x.t().contiguous())  # strides may differ
+    assert_bitwise_equal(torch.full((2,), float("nan")), torch.full((2,), float("nan")))  # same payload
+    y = x.clone()
+    y[1, 2] = 1.0
+    y[2, 3] = float("nan")
+    with pytest.raises(AssertionError, match=r"case 3: .*2 of 12 elements differ; the first at byte 12 \(element 6, "
+                                             r"index \(1, 2\)\): 1\.0 \(0x3f80\) vs"):
+        assert_bitwise_equal(y, x, "case 3")
+    with pytest.raises(AssertionError, match=r"byte 3 \(element 0, index \(0,\)\): 0\.0 \(0x00000000\) vs -0\.0 "
+                                             r"\(0x80000000\)"):
+        assert_bitwise_equal(torch.zeros(1), -torch.zeros(1))  # equal numbers, different bits
+    for other in (x.float(), x[:2]):
+        with pytest.raises(AssertionError, match="vs"):
+            assert_bitwise_equal(other, x)
+    ints = torch.arange(6, dtype=torch.int32).view(2, 3)
+    with pytest.raises(AssertionError, match=r"1 of 6 elements differ.*index \(1, 1\)\): -1 \(0xffffffff\) vs 4"):
+        assert_bitwise_equal(torch.where(ints == 4, -1, ints), ints)

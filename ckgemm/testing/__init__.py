@@ -3,7 +3,7 @@
 One module per idea; its modules never call ckgemm's ops (importing the package runs ckgemm/__init__.py, which
 loads them), so it judges them from outside:
 
-- ``numeric``  calc_diff, count_bytes, error_stats, CK-tile's tolerance model
+- ``numeric``  calc_diff, count_bytes, assert_bitwise_equal, error_stats, CK-tile's tolerance model
 - ``check``    check(out, ref, ...): hard-fails with a per-group report
 - ``quant``    fp8 (e4m3fn / e4m3fnuz) per-token / per-block / per-channel, fp4 e2m1, int8; exact dequant
 - ``reference`` grouped GEMM reference from exactly the quantized operands (fp32 / fp64 / exact int)
@@ -28,7 +28,7 @@ from .bench import BenchResult, PairedResult, bench, paired_ab, rotating_copies,
 from .check import CheckReport, check, group_tolerance
 from .data import group_inputs, packed_inputs, poisoned, random_tensor
 from .kineto import Breakdown, breakdown
-from .numeric import ErrorStats, calc_diff, count_bytes, error_stats, mismatch_mask, tolerance
+from .numeric import ErrorStats, assert_bitwise_equal, calc_diff, count_bytes, error_stats, mismatch_mask, tolerance
 from .plot import plot_roofline
 from .quant import (
     Quantized,
@@ -66,7 +66,7 @@ def __getattr__(name):
 
 __all__ = [
     "BenchResult", "Breakdown", "Case", "Ceilings", "CheckReport", "ErrorStats", "PairedResult", "Quantized", "Report",
-    "VerifyStats", "baseline", "bench", "breakdown", "calc_diff", "cast_for", "cast_to_fp4", "cast_to_fp8", "cast_to_int8",
+    "VerifyStats", "assert_bitwise_equal", "baseline", "bench", "breakdown", "calc_diff", "cast_for", "cast_to_fp4", "cast_to_fp8", "cast_to_int8",
     "ceil_to_ue8m0", "check", "compare", "count_bytes", "data", "dequant", "device_info", "error_stats", "gemm_reference",
     "gpu_verify", "group_inputs", "group_tolerance", "grouped_gemm_reference", "grouped_gemm_reference_packed",
     "load_baseline", "measure_ceilings", "mismatch_mask", "packed_inputs", "paired_ab", "there_and_back", "peak_for_device",

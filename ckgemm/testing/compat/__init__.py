@@ -1,10 +1,10 @@
 """Drop-in names for test and benchmark scripts ported from DeepGEMM's and aiter's testing helpers.
 
-A script that imports ``bench``, ``bench_kineto``, ``calc_diff`` and ``count_bytes`` from
-``deep_gemm.testing``, or ``checkAllclose``, ``perftest``, ``run_perftest`` and ``benchmark`` from
+A script that imports ``bench``, ``bench_kineto``, ``calc_diff``, ``count_bytes`` and ``assert_bitwise_equal``
+from ``deep_gemm.testing``, or ``checkAllclose``, ``perftest``, ``run_perftest`` and ``benchmark`` from
 ``aiter.test_common``, runs unchanged on ckgemm's harness after changing the import:
 
-    from ckgemm.testing.compat.deep_gemm import bench, bench_kineto, calc_diff, count_bytes
+    from ckgemm.testing.compat.deep_gemm import assert_bitwise_equal, bench, bench_kineto, calc_diff, count_bytes
     from ckgemm.testing.compat.aiter import benchmark, checkAllclose, perftest, run_perftest
 
 Signatures, argument names, defaults and return units are theirs (seconds for DeepGEMM's timers, microseconds

@@ -1,5 +1,5 @@
 """DeepGEMM's testing helpers (``deep_gemm.testing``) on ckgemm's harness: ``bench``, ``bench_kineto``,
-``calc_diff``, ``count_bytes``, with their signatures and their unit (seconds).
+``calc_diff``, ``count_bytes``, ``assert_bitwise_equal``, with their signatures and their unit (seconds).
 
 Where these differ from DeepGEMM's:
 
@@ -30,9 +30,9 @@ import torch
 
 from .. import device_info, kineto
 from ..bench import bench as _bench
-from ..numeric import calc_diff, count_bytes
+from ..numeric import assert_bitwise_equal, calc_diff, count_bytes
 
-__all__ = ["bench", "bench_kineto", "calc_diff", "count_bytes", "suppress_stdout_stderr"]
+__all__ = ["assert_bitwise_equal", "bench", "bench_kineto", "calc_diff", "count_bytes", "suppress_stdout_stderr"]
 
 _FLUSH_EVENT = "Memcpy DtoD"  # the flush's copy in the profile (left out of the matching)
 _SLEEP_KERNEL = "spin_kernel("  # torch.cuda._sleep's kernel, ahead of the barrier (left out too)
