@@ -10,7 +10,7 @@ import time
 import pytest
 import torch
 
-from ckgemm.testing.compat import aiter, deep_gemm
+from ckgemm.testing.compat import aiter, ck, deep_gemm
 from ckgemm.testing.numeric import assert_bitwise_equal, calc_diff, count_bytes
 
 # The originals' signatures (deep_gemm/testing/bench.py, aiter/test_common.py): a ported script passes these
@@ -236,3 +236,54 @@ def test_benchmark_rows_hold_the_arguments_and_the_results():
 
     with pytest.raises(TypeError, match="returned float"):
         bad(1)
+
+
+def test_ck_thresholds_match_the_worked_values():
+    f16, bf16, f32, e4m3 = torch.float16, torch.bfloat16, torch.float32, torch.float8_e4m3fn
+    assert ck.get_relative_threshold(f16, f16, f32, 4096) == pytest.approx(4.8828125e-4)
+    assert ck.get_absolute_threshold(f16, f16, f32, 64.0, 4096) == pytest.approx(0.0625)
+    assert ck.get_relative_threshold(bf16, bf16, f32, 4096) == pytest.approx(3.90625e-3)
+    assert ck.get_absolute_threshold(bf16, bf16, f32, 64.0, 4096) == pytest.approx(0.5)
+    assert (ck.get_relative_threshold(e4m3, f32, f32, 4096), ck.get_absolute_threshold(e4m3, f32, f32, 64.0, 4096)) \
+        == (0.0625, 4.0)
+    assert ck.get_relative_threshold(torch.int8, torch.int32, torch.int32, 4096) == 0.0
+    assert ck.get_relative_threshold(f16, f16) == ck.get_relative_threshold(f16, f16, f16)  # acc defaults to compute
+    # the signed maximum of CK's example is taken by magnitude; the narrower of A and B is the compute type
+    assert ck.calculate_rtol_atol(4096, 1, -64.0, f16, f16, f32, f16) == pytest.approx((4.8828125e-4, 0.0625))
+    assert ck.calculate_rtol_atol(4096, 1, 64.0, e4m3, bf16, f32, f32) == (0.0625, 4.0)
+
+
+def test_ck_check_err_passes_quietly_and_fails_loudly(capsys):
+    ref = torch.linspace(-1, 1, 50)
+    assert ck.check_err(ref + 1e-6, ref) is True
+    assert capsys.readouterr().out == ""
+    out = ref.clone()
+    out[[3, 7]] += 0.5
+    with pytest.raises(AssertionError, match=r"check_err: case 2 max err: 0\.5.*number of errors: 2, 4% wrong"):
+        ck.check_err(out, ref, "case 2")
+    printed = capsys.readouterr().out
+    assert "case 2" in printed and "out[3] != ref[3]" in printed and "out[7] != ref[7]" in printed
+    assert ck.check_err(out, ref, strict=False) is False
+    assert ck.check_err(out, ref, rtol=0.0, atol=0.6) is True
+    with pytest.raises(ValueError, match="shape"):
+        ck.check_err(out[:10], ref)
+
+
+def test_ck_check_err_special_values_integers_and_fp8_rounding_points():
+    inf = torch.tensor([float("inf"), 1.0])
+    with pytest.raises(AssertionError):
+        ck.check_err(inf, inf.clone())  # CK: a non-finite value fails ...
+    assert ck.check_err(inf, inf.clone(), allow_infinity_ref=True)  # ... unless equal infinities are allowed
+    nan = torch.tensor([float("nan")])
+    assert not ck.check_err(nan, nan.clone(), allow_infinity_ref=True, strict=False)
+    ints = torch.tensor([2**40 + 1, 5], dtype=torch.int64)
+    assert ck.check_err(ints, ints.clone())
+    assert not ck.check_err(ints, ints - torch.tensor([1, 0]), strict=False)  # exact beyond float precision
+    assert ck.check_err(ints, ints - torch.tensor([1, 0]), atol=1)
+    codes = torch.tensor([0x40, 0x41, 0xC0], dtype=torch.uint8)  # 2.0, 2.25, -2.0 in e4m3fn
+    a = codes.view(torch.float8_e4m3fn)
+    b = torch.tensor([0x41, 0x41, 0x40], dtype=torch.uint8).view(torch.float8_e4m3fn)
+    assert not ck.check_err(a[:2], b[:2], atol=0.0, rtol=0.0, max_rounding_point_distance=0, strict=False)
+    assert ck.check_err(a[:2], b[:2], atol=0.0, rtol=0.0)  # one code apart, same sign: CK's rounding point
+    # -2 against 2, 128 codes apart: within a distance of 200, and still a failure because the sign differs
+    assert not ck.check_err(a[2:], b[2:], atol=0.0, rtol=0.0, max_rounding_point_distance=200, strict=False)

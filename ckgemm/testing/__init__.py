@@ -17,8 +17,9 @@ loads them), so it judges them from outside:
 - ``device_info``  device name, cache sizes, clocks and power
 - ``conformance``  ``python -m ckgemm.testing.conformance``: all of the above as a conformance suite for any
   grouped GEMM (docs/CONFORMANCE.md); not imported here
-- ``compat``   ``compat.deep_gemm`` / ``compat.aiter``: DeepGEMM's and aiter's testing helpers by their names,
-  for ported scripts (docs/HARNESS.md, "Porting from DeepGEMM or aiter"); not imported here
+- ``compat``   ``compat.deep_gemm`` / ``compat.aiter`` / ``compat.ck``: DeepGEMM's and aiter's testing helpers and
+  CK-tile's checkers by their names, for ported scripts (docs/HARNESS.md, "Porting from DeepGEMM, aiter or
+  CK"); not imported here
 
 Functions that share their module's name (``bench``, ``check``) are the functions here; import the
 modules as ``from ckgemm.testing.bench import ...`` when you need their other names.
