@@ -5,8 +5,10 @@ and every rank exits 1 when any cell on any rank failed. Takes test_grouped_gemm
 --nproc/--comm/--timeout; a sharded sweep checks correctness only, so the timing options are ignored and
 --aiter, --csv and --baseline are refused (exit 2).
 
-  torchrun --nproc-per-node 8 op_tests/test_grouped_gemm_sharded.py --moe --groups 32 --m 1024 --json all.json
+  torchrun --nproc-per-node 8 op_tests/test_grouped_gemm_sharded.py --moe -g 32 -m 1024 --json all.json
   python op_tests/test_grouped_gemm_sharded.py --nproc 2 --smoke     # self-started: gloo ranks on a CPU box
+
+Under torchrun use the short options -g/-m/-n/-k: torchrun reads --m and --n as ambiguous abbreviations of its own.
 """
 from __future__ import annotations
 

@@ -164,3 +164,13 @@ def test_ckgemm_scaled_api_through_the_adapter_on_cpu(capsys):
                    "--checks", "basic,k0,odd_nk,moe_empty"])
         out = capsys.readouterr().out
         assert rc == 0 and "CONFORMS: 16 pass, 0 fail" in out, out
+
+
+def test_the_documented_minimal_kernel_conforms(tmp_path, capsys):
+    """docs/CONFORMANCE.md's minimal kernel file, as printed there, passes the default run on the CPU."""
+    doc = (ROOT / "docs" / "CONFORMANCE.md").read_text()
+    intro = doc.index("A minimal packed kernel file")
+    code = doc[doc.index("```python\n", intro) + len("```python\n"):doc.index("```", doc.index("```python\n", intro) + 3)]
+    (tmp_path / "my_kernel.py").write_text(code)
+    assert main(["--op", f"{tmp_path / 'my_kernel.py'}:grouped_mm", "--device", "cpu"]) == 0
+    assert "CONFORMS: 61 pass, 0 fail, 11 n/a" in capsys.readouterr().out

@@ -309,3 +309,11 @@ def test_deep_gemm_masked_adapter_runs_its_kernel_on_the_slots_and_gathers_the_r
     launch = adapters.deep_gemm_masked.conformance_prepare(*ops.args())
     launch()
     assert len(calls) == 2
+
+
+def test_an_unmet_requirement_is_named_once():
+    """A packed-only check on a list op that also needs a GPU: each reason once, in requirement order."""
+    graph_like = Check("graph_like", "g", "p", lambda t, form, seed: None if form == "list" else Case(((4, 8, 16),), ""),
+                       requires=frozenset({"cuda", "packed"}))
+    row = run_check(_ctx(kernels.reference_list, form="list"), graph_like)
+    assert row.status == "n/a" and row.detail == "needs a CUDA device; packed form only"

@@ -184,3 +184,10 @@ def test_assert_bitwise_equal_names_the_first_differing_byte_and_element():
     ints = torch.arange(6, dtype=torch.int32).view(2, 3)
     with pytest.raises(AssertionError, match=r"1 of 6 elements differ.*index \(1, 1\)\): -1 \(0xffffffff\) vs 4"):
         assert_bitwise_equal(torch.where(ints == 4, -1, ints), ints)
+
+
+def test_mismatch_examples_print_enough_digits_to_differ():
+    out = torch.tensor([37492304.0, 2.0, float("nan")])
+    ref = torch.tensor([37492300.0, 2.5, 1.0])
+    text = error_stats(out, ref).examples_text()
+    assert text == "(0,): out 37492304 ref 37492300, (1,): out 2 ref 2.5, (2,): out nan ref 1"  # 6 digits: alike

@@ -70,8 +70,7 @@ class CheckReport:
         parts = [head, tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)]
         for g in failed[:4]:
             if g.stats.examples:
-                shown = ", ".join(f"{idx}: out {o:.6g} ref {r:.6g}" for idx, o, r in g.stats.examples)
-                parts.append(f"group {g.group}: first mismatches: {shown}")
+                parts.append(f"group {g.group}: first mismatches: {g.stats.examples_text()}")
             if g.max_diff is not None and not (g.diff is not None and g.diff <= g.max_diff):
                 parts.append(f"group {g.group}: calc_diff {g.diff:.4g} exceeds the bound {g.max_diff:.4g}")
             if g.stats.out_all_zero and g.stats.numel:

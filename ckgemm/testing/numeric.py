@@ -225,9 +225,16 @@ class ErrorStats:
             + ("; out is all zeros" if self.out_all_zero and self.numel else ""),
         ]
         if self.examples:
-            shown = ", ".join(f"{idx}: out {o:.6g} ref {r:.6g}" for idx, o, r in self.examples)
-            lines.append(f"  first mismatches: {shown}")
+            lines.append(f"  first mismatches: {self.examples_text()}")
         return "\n".join(lines)
+
+    def examples_text(self) -> str:
+        """The first mismatches as ``index: out X ref Y``, each pair with enough digits to tell them apart (6
+        significant digits, more where those print the two alike)."""
+        def pair(o: float, r: float) -> str:
+            digits = next((d for d in (6, 9, 12) if f"{o:.{d}g}" != f"{r:.{d}g}"), 17)
+            return f"out {o:.{digits}g} ref {r:.{digits}g}"
+        return ", ".join(f"{idx}: {pair(o, r)}" for idx, o, r in self.examples)
 
 
 def _json_ready(value):

@@ -80,8 +80,9 @@ def run_check(ctx: Context, check: Check) -> Row:
     unmet = [why for key, why in _reasons(ctx).items() if key in check.requires]
     try:
         case = check.build(ctx.tier, ctx.kernel.form, row.seed)
-        if case is None:
-            unmet.append("list form only (per-group N and K)" if ctx.kernel.form == "packed" else "packed form only")
+        why = "list form only (per-group N and K)" if ctx.kernel.form == "packed" else "packed form only"
+        if case is None and why not in unmet:
+            unmet.append(why)
         if unmet:
             row.detail = "; ".join(unmet)
             return row

@@ -17,9 +17,10 @@ Modules, in data-flow order: ``config`` (cases), ``router`` (scenarios, seeded t
 from .config import Case, MoEConfig, grid
 from .faults import FAULTS
 from .flow import CaseResult, run_case, run_flow
-from .launch import World, launch, run_in_process
+from .launch import World, init_from_env, launch, run_in_process
+from .layer import EPMoE
 from .router import SCENARIOS
 from .selftest import run_self_test
 
-__all__ = ["FAULTS", "SCENARIOS", "Case", "CaseResult", "MoEConfig", "World", "grid", "launch", "run_case",
-           "run_flow", "run_in_process", "run_self_test"]
+__all__ = ["EPMoE", "FAULTS", "SCENARIOS", "Case", "CaseResult", "MoEConfig", "World", "grid", "init_from_env", "launch",
+           "run_case", "run_flow", "run_in_process", "run_self_test"]
