@@ -21,6 +21,7 @@ examples:
   python op_tests/test_grouped_gemm.py --smoke                       # quick check of everything here
   python op_tests/test_grouped_gemm.py --smoke --dtype all --variable
   python op_tests/test_grouped_gemm.py -g 8 -m 4096 -n 4096 -k 4096 -d bf16
+  python op_tests/test_grouped_gemm.py -mnk 1,4096,7168 300,4096,7168 -d fp8 -q block   # groups one by one
   python op_tests/test_grouped_gemm.py --moe --groups 32 --m 1024 --n 4096 --k 7168 --dtype fp8
   python op_tests/test_grouped_gemm.py --smoke --moe --quant row block   # scaled fp8/int8 -> bf16
   python op_tests/test_grouped_gemm.py --layout                      # the case in RC and RR, list and packed
@@ -54,6 +55,18 @@ def _layout(text: str) -> str:
     return name
 
 
+def _mnk(text: str) -> tuple[int, int, int]:
+    """aiter's ``-mnk M,N,K``: one group's sizes, each an integer >= 0."""
+    parts = text.replace("x", ",").split(",")
+    try:
+        sizes = tuple(int(p) for p in parts)
+    except ValueError:
+        sizes = ()
+    if len(sizes) != 3 or min(sizes) < 0:
+        raise argparse.ArgumentTypeError(f"-mnk takes M,N,K (three integers >= 0, e.g. 128,4096,7168), got {text!r}")
+    return sizes
+
+
 def _quant(text: str) -> str:
     name = text.lower()
     if name not in QUANT_RECIPES + ("all",):
@@ -76,6 +89,9 @@ def build_parser(prog: str = "test_grouped_gemm.py", parents=(), description: st
     shape.add_argument("-m", "--m", type=int, default=256, help="rows per group (mean with --variable/--moe); default 256")
     shape.add_argument("-n", "--n", type=int, default=512, help="N; default 512")
     shape.add_argument("-k", "--k", type=int, default=512, help="K; default 512")
+    shape.add_argument("-mnk", "--mnk", type=_mnk, nargs="+", default=None, metavar="M,N,K",
+                       help="groups given one by one, aiter's spelling: one M,N,K each (with one N and K for all, "
+                            "the packed form runs them too). e.g.: -mnk 1,4096,7168 300,4096,7168")
     shape.add_argument("--variable", action="store_true", help="M drawn per group in m*(1 +- 0.3)")
     shape.add_argument("--heterogeneous", action="store_true", help="M, N and K drawn independently per group")
     shape.add_argument("--moe", action="store_true",

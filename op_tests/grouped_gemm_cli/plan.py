@@ -102,10 +102,13 @@ def smoke_items() -> list[Item]:
 
 
 def user_items(args) -> list[Item]:
-    """The cases the shape options ask for; with none of --variable/--heterogeneous/--moe, the uniform
+    """The cases the shape options ask for; with none of -mnk/--variable/--heterogeneous/--moe, the uniform
     case (unless ``smoke`` runs: then only the asked-for ones are added to it)."""
     g, m, n, k, seed = args.groups, args.m, args.n, args.k, args.seed
     items = []
+    if args.mnk:
+        given = shapes.Case(tuple(args.mnk), "groups from -mnk")
+        items += [Item(given, form, True) for form in (("list", "packed") if given.packable else ("list",))]
     if args.variable:
         items.append(Item(shapes.variable(g, m, n, k, seed=seed), "list", True))
     if args.heterogeneous:
