@@ -13,8 +13,9 @@ import torch
 from ckgemm.testing.compat import aiter, ck, deep_gemm
 from ckgemm.testing.numeric import assert_bitwise_equal, calc_diff, count_bytes
 
-# The originals' signatures (deep_gemm/testing/bench.py, aiter/test_common.py): a ported script passes these
-# names, positionally or by keyword, so they are part of the contract.
+# The originals' signatures (deep_gemm/testing/bench.py and numeric.py, aiter/test_common.py, CK-tile's
+# check_err.hpp with its template arguments first): a ported script passes these names, positionally or by
+# keyword, so they are part of the contract.
 ORIGINAL_PARAMETERS = {
     deep_gemm.bench: ["fn", "num_warmups", "num_tests", "high_precision"],
     deep_gemm.bench_kineto: ["fn", "kernel_names", "num_tests", "suppress_kineto_output", "trace_path", "flush_l2",
@@ -24,6 +25,13 @@ ORIGINAL_PARAMETERS = {
     aiter.run_perftest: ["func", "args", "num_iters", "num_warmup", "testGraph", "num_rotate_args", "needTrace",
                          "use_cuda_event"],
     aiter.perftest: ["num_iters", "num_warmup", "testGraph", "num_rotate_args", "needTrace", "use_cuda_event"],
+    aiter.benchmark: [],
+    deep_gemm.calc_diff: ["x", "y"],
+    deep_gemm.count_bytes: ["tensors"],
+    deep_gemm.assert_bitwise_equal: ["x", "y", "label"],
+    ck.check_err: ["out", "ref", "msg", "rtol", "atol", "allow_infinity_ref"],
+    ck.get_relative_threshold: ["compute", "out", "acc", "number_of_accumulations"],
+    ck.calculate_rtol_atol: ["K", "kbatch", "max_accumulated_value"],
 }
 
 
@@ -154,6 +162,13 @@ def test_check_allclose_catastrophic_results_raise_even_when_not_strict():
     with pytest.raises(AssertionError, match="catastrophic"):
         aiter.checkAllclose(out, ref, catastrophic_check=True, strict=False)
     assert aiter.checkAllclose(out, ref, catastrophic_check=True, strict=False, printLog=False) == 1.0  # aiter's quiet path
+    out[:100] = float("nan")  # 10%: at or above tol_err_ratio the quiet path returns the ratio itself
+    assert aiter.checkAllclose(out, ref, catastrophic_check=True, strict=False, printLog=False) == pytest.approx(0.1)
+    codes = torch.tensor([1.0, 2.0, 448.0]).to(torch.float8_e4m3fn)  # fp8 has no isfinite: compared widened
+    assert aiter.checkAllclose(codes, codes.clone(), catastrophic_check=True) == 0.0
+    with pytest.raises(AssertionError, match="catastrophic"):
+        aiter.checkAllclose(codes, torch.tensor([1.0, 2.0, 0.0]).to(torch.float8_e4m3fn), catastrophic_check=True,
+                            tol_err_ratio=0.5)
     out = ref.clone()
     out[5] += 0.6  # more than half of max|ref| = 1
     with pytest.raises(AssertionError, match="catastrophic"):
@@ -198,20 +213,23 @@ def test_perftest_returns_the_output_and_microseconds():
         seen.append((x.data_ptr(), y.data_ptr()))
         return x + y
 
-    out, us = aiter.run_perftest(add, torch.zeros(2), y=torch.ones(2), num_iters=4, num_warmup=0, num_rotate_args=3,
-                                 device="cpu")
+    out, us = aiter.perftest(num_iters=4, num_warmup=0, num_rotate_args=3, device="cpu")(add)(torch.zeros(2),
+                                                                                          y=torch.ones(2))
     assert torch.equal(out, torch.ones(2)) and us > 0
     assert len(set(seen[1:])) == 3  # positional and keyword tensors both rotate through three copies
     with pytest.raises(ValueError, match="num_iters >= 1"):
         aiter.run_perftest(lambda: None, num_iters=0)
-    if not torch.cuda.is_available():
+    if not torch.cuda.is_available():  # (run_perftest times on the GPU where there is one)
         with pytest.raises(ValueError, match="graph replay needs a GPU"):
             aiter.run_perftest(lambda: None, num_iters=2, testGraph=True)
+        devices = []
+        aiter.run_perftest(lambda x, device=None: devices.append(device), torch.ones(2), device="mine", num_iters=2)
+        assert set(devices) == {"mine"}  # every keyword run_perftest does not name goes to the function, as aiter's
 
 
 def test_perftest_writes_a_trace_when_asked(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    aiter.run_perftest(lambda x: torch.mm(x, x), torch.ones(8, 8), num_iters=2, needTrace=True, device="cpu")
+    aiter.perftest(num_iters=2, needTrace=True, device="cpu")(lambda x: torch.mm(x, x))(torch.ones(8, 8))
     traces = list((tmp_path / "ckgemm_logs").glob("perftest_*.json"))
     assert len(traces) == 1 and "aten::mm" in traces[0].read_text()
 
@@ -251,39 +269,61 @@ def test_ck_thresholds_match_the_worked_values():
     # the signed maximum of CK's example is taken by magnitude; the narrower of A and B is the compute type
     assert ck.calculate_rtol_atol(4096, 1, -64.0, f16, f16, f32, f16) == pytest.approx((4.8828125e-4, 0.0625))
     assert ck.calculate_rtol_atol(4096, 1, 64.0, e4m3, bf16, f32, f32) == (0.0625, 4.0)
+    # equal widths: CK takes B (sizeof(A) < sizeof(B) ? A : B)
+    assert ck.calculate_rtol_atol(4096, 1, 64.0, f16, bf16, f32, f32) == ck.calculate_rtol_atol(4096, 1, 64.0, bf16, bf16,
+                                                                                              f32, f32)
 
 
 def test_ck_check_err_passes_quietly_and_fails_loudly(capsys):
     ref = torch.linspace(-1, 1, 50)
     assert ck.check_err(ref + 1e-6, ref) is True
-    assert capsys.readouterr().out == ""
+    assert capsys.readouterr().err == ""
     out = ref.clone()
-    out[[3, 7]] += 0.5
-    with pytest.raises(AssertionError, match=r"check_err: case 2 max err: 0\.5.*number of errors: 2, 4% wrong"):
+    out[[3, 7, 9, 11, 13]] += 0.5
+    with pytest.raises(AssertionError, match=r"check_err: case 2 max err: 0\.5.*number of errors: 5, 10% wrong"):
         ck.check_err(out, ref, "case 2")
-    printed = capsys.readouterr().out
-    assert "case 2" in printed and "out[3] != ref[3]" in printed and "out[7] != ref[7]" in printed
+    printed = capsys.readouterr().err  # CK's report, on stderr: msg and the first four mismatches, then the summary
+    assert "case 2 out[3] != ref[3]" in printed and "case 2 out[11] != ref[11]" in printed
+    assert "out[13]" not in printed and "number of errors: 5" in printed
     assert ck.check_err(out, ref, strict=False) is False
-    assert ck.check_err(out, ref, rtol=0.0, atol=0.6) is True
+    assert ck.check_err(out, ref, "m", 0.0, 0.6) is True  # CK's positional rtol, atol
     with pytest.raises(ValueError, match="shape"):
         ck.check_err(out[:10], ref)
 
 
-def test_ck_check_err_special_values_integers_and_fp8_rounding_points():
+def test_ck_check_err_special_values_and_integers():
     inf = torch.tensor([float("inf"), 1.0])
     with pytest.raises(AssertionError):
         ck.check_err(inf, inf.clone())  # CK: a non-finite value fails ...
     assert ck.check_err(inf, inf.clone(), allow_infinity_ref=True)  # ... unless equal infinities are allowed
+    assert not ck.check_err(inf, -inf, allow_infinity_ref=True, strict=False)
     nan = torch.tensor([float("nan")])
     assert not ck.check_err(nan, nan.clone(), allow_infinity_ref=True, strict=False)
     ints = torch.tensor([2**40 + 1, 5], dtype=torch.int64)
     assert ck.check_err(ints, ints.clone())
     assert not ck.check_err(ints, ints - torch.tensor([1, 0]), strict=False)  # exact beyond float precision
-    assert ck.check_err(ints, ints - torch.tensor([1, 0]), atol=1)
-    codes = torch.tensor([0x40, 0x41, 0xC0], dtype=torch.uint8)  # 2.0, 2.25, -2.0 in e4m3fn
-    a = codes.view(torch.float8_e4m3fn)
-    b = torch.tensor([0x41, 0x41, 0x40], dtype=torch.uint8).view(torch.float8_e4m3fn)
-    assert not ck.check_err(a[:2], b[:2], atol=0.0, rtol=0.0, max_rounding_point_distance=0, strict=False)
-    assert ck.check_err(a[:2], b[:2], atol=0.0, rtol=0.0)  # one code apart, same sign: CK's rounding point
-    # -2 against 2, 128 codes apart: within a distance of 200, and still a failure because the sign differs
-    assert not ck.check_err(a[2:], b[2:], atol=0.0, rtol=0.0, max_rounding_point_distance=200, strict=False)
+    assert ck.check_err(ints, ints - torch.tensor([1, 0]), "m", 0, 1)  # CK's integer atol
+
+
+def _e4m3(*codes: int) -> torch.Tensor:
+    return torch.tensor(codes, dtype=torch.uint8).view(torch.float8_e4m3fn)
+
+
+def test_ck_check_err_e4m3_rounding_points_and_bf8_float_rule():
+    two, two_and_a_quarter, minus_two = 0x40, 0x41, 0xC0  # 2.0, 2.25, -2.0 in e4m3fn
+    out, ref = _e4m3(two, two_and_a_quarter), _e4m3(two_and_a_quarter, two_and_a_quarter)
+    assert not ck.check_err(out, ref, "m", 0, 0.0, strict=False)  # fourth argument: rounding points (here none)
+    assert ck.check_err(out, ref, "m", 1, 0.0)  # one code apart, same sign
+    assert ck.check_err(out, ref, atol=0.0, max_rounding_point_distance=1)
+    assert ck.check_err(_e4m3(0x18), _e4m3(0x00))  # 0.0625 against 0: within CK's default atol of 0.1
+    # -2 against 2: within a distance of 200 in codes, still a failure because the sign differs; atol can pass it
+    assert not ck.check_err(_e4m3(minus_two), _e4m3(two), "m", 200, 0.0, strict=False)
+    assert ck.check_err(_e4m3(minus_two), _e4m3(two), "m", 0, 4.0)
+    with pytest.raises(ValueError, match="ref must be torch.float8_e4m3fn"):
+        ck.check_err(out, ref.float())
+    with pytest.raises(ValueError, match="give it once"):
+        ck.check_err(out, ref, "m", 1, max_rounding_point_distance=1)
+    with pytest.raises(ValueError, match="integer >= 0"):
+        ck.check_err(out, ref, "m", 0.5)
+    bf8 = torch.tensor([2.0]).to(torch.float8_e5m2), torch.tensor([2.5]).to(torch.float8_e5m2)
+    assert not ck.check_err(*bf8, strict=False)  # one code apart, but bf8 takes the float rule (1e-3)

@@ -231,18 +231,22 @@ def test_aiter_aliases_and_dtype_names(cli, tmp_path):
     assert {r["dtype"] for r in rows} == {"int8", "bf16"} and {r["shape"] for r in rows} == {"2x8x16x32"}
 
 
-def test_aiter_mnk_gives_the_groups_one_by_one(cli, tmp_path, capsys):
+def test_aiter_mnk_is_a_shape_list_and_group_shapes_one_call(cli, tmp_path, capsys):
     out = tmp_path / "mnk.json"
-    assert cli.main(["-mnk", "1,16,160", "0,16,160", "37,16,160", "-d", "fp8", "-q", "block", "-l", "RC", "--no-perf",
+    assert cli.main(["-mnk", "1,16,32", "40,8,48", "-g", "3", "-d", "bf16", "-l", "RC", "--device", "cpu", "--no-perf",
                      "--json", str(out)]) == 0
+    assert [r["shape"] for r in report_rows(out)] == ["3x1x16x32", "3x40x8x48"]  # one case per shape, -g groups each
+    assert cli.main(["--group-shapes", "1,16,160", "0,16,160", "37,16,160", "-d", "fp8", "-q", "block", "-l", "RC",
+                     "--device", "cpu", "--no-perf", "--json", str(out)]) == 0
     rows = report_rows(out)
     assert {r["op"] for r in rows} == {"grouped_gemm_list", "grouped_gemm_packed"}  # one N and K: both forms
     assert all(r["passed"] and r["shape"] == "3x[0..37]x16x160" for r in rows), rows
-    assert cli.main(["--mnk", "3,8,32", "5,16,48", "-d", "bf16", "-l", "RC", "--no-perf", "--json", str(out)]) == 0
+    assert cli.main(["--group-shapes", "3,8,32", "5,16,48", "-d", "bf16", "-l", "RC", "--device", "cpu", "--no-perf",
+                     "--json", str(out)]) == 0
     assert [r["op"] for r in report_rows(out)] == ["grouped_gemm_list"]  # N and K per group: the list form only
     with pytest.raises(SystemExit) as stop:
         cli.main(["-mnk", "1,2"])
-    assert stop.value.code == 2 and "-mnk takes M,N,K" in capsys.readouterr().err
+    assert stop.value.code == 2 and "expected M,N,K" in capsys.readouterr().err
 
 
 def test_csv_and_markdown_summary(cli, tmp_path, capsys):

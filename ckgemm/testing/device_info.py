@@ -20,6 +20,11 @@ def default_device() -> torch.device:
     return torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
 
 
+def runs_on_gpu(device) -> bool:
+    """Whether a measurement asked for ``device`` (None: the default device) runs on a GPU."""
+    return is_gpu(device if device is not None else default_device())
+
+
 def check_requested(what: str, device) -> None:
     """Raise ValueError when ``device`` asks for a GPU that torch does not see, or for a device with nothing to
     run (meta), rather than timing or profiling on the CPU instead."""

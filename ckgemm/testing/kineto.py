@@ -98,7 +98,7 @@ def breakdown(fn, *, iters: int = 20, warmup: int = 3, device=None) -> Breakdown
     if iters < 1 or warmup < 0:
         raise ValueError(f"breakdown: need iters >= 1 and warmup >= 0, got iters={iters}, warmup={warmup}")
     device_info.check_requested("breakdown", device)
-    gpu = torch.cuda.is_available() and (device is None or torch.device(device).type == "cuda")
+    gpu = device_info.runs_on_gpu(device)
     sync = torch.cuda.synchronize if gpu else (lambda: None)
     for _ in range(warmup):
         fn()

@@ -256,33 +256,33 @@ def _index(flat: int, shape) -> tuple[int, ...]:
     return tuple(reversed(index))
 
 
-def assert_bitwise_equal(actual: torch.Tensor, expected: torch.Tensor, msg: str = "") -> None:
+def assert_bitwise_equal(x: torch.Tensor, y: torch.Tensor, label: str = "") -> None:
     """Raise ``AssertionError`` unless the two tensors hold the same bytes element by element (same shape and
     dtype; strides may differ): NaN equals NaN only with the same payload, -0.0 differs from 0.0. The message
-    names the first differing byte and element, its coordinate and both values, and how many elements differ
-    (as DeepGEMM's). For run-to-run determinism, a graph replay against an eager call, a padded path against
-    the plain one; two outputs that both kept the same NaN poison are bitwise equal, so check one of them
-    against a reference too (``torch.equal`` fails on any NaN, which the poison check needs)."""
-    where = f"{msg}: " if msg else ""
-    if tuple(actual.shape) != tuple(expected.shape) or actual.dtype != expected.dtype:
-        raise AssertionError(f"{where}assert_bitwise_equal: {tuple(actual.shape)} {actual.dtype} vs "
-                             f"{tuple(expected.shape)} {expected.dtype}")
-    a = actual.detach().contiguous().reshape(-1).view(torch.uint8)
-    e = expected.detach().contiguous().reshape(-1).view(torch.uint8).to(a.device)
+    names the first differing byte and element, its index and both values with their bits, and how many
+    elements differ (DeepGEMM's signature, a fuller message). For run-to-run determinism, a graph replay
+    against an eager call, a padded path against the plain one; two outputs that both kept the same NaN
+    poison are bitwise equal, so check one of them against a reference too (``torch.equal`` fails on any NaN,
+    which the poison check needs)."""
+    where = f"{label}: " if label else ""
+    if tuple(x.shape) != tuple(y.shape) or x.dtype != y.dtype:
+        raise AssertionError(f"{where}assert_bitwise_equal: {tuple(x.shape)} {x.dtype} vs {tuple(y.shape)} {y.dtype}")
+    a = x.detach().contiguous().reshape(-1).view(torch.uint8)
+    e = y.detach().contiguous().reshape(-1).view(torch.uint8).to(a.device)
     differ = a != e
     if not bool(differ.any()):
         return
-    size = actual.element_size()
+    size = x.element_size()
     first_byte = int(differ.nonzero()[0, 0])
     element = first_byte // size
     elements = int(differ.view(-1, size).any(dim=1).sum())
-    index = _index(element, actual.shape)
-    got = actual.detach().reshape(-1)[element].item()
-    want = expected.detach().reshape(-1)[element].item()
-    raise AssertionError(f"{where}assert_bitwise_equal: {elements} of {actual.numel()} elements differ; the first at "
-                         f"byte {first_byte} (element {element}, index {index}): {got!r} "
-                         f"(0x{a[element * size:(element + 1) * size].flip(0).cpu().numpy().tobytes().hex()}) vs "
-                         f"{want!r} (0x{e[element * size:(element + 1) * size].flip(0).cpu().numpy().tobytes().hex()})")
+
+    def bits(t: torch.Tensor) -> str:
+        return t[element * size:(element + 1) * size].flip(0).cpu().numpy().tobytes().hex()
+    got, want = x.detach().reshape(-1)[element].item(), y.detach().reshape(-1)[element].item()
+    raise AssertionError(f"{where}assert_bitwise_equal: {elements} of {x.numel()} elements differ; the first at "
+                         f"byte {first_byte} (element {element}, index {_index(element, x.shape)}): {got!r} "
+                         f"(0x{bits(a)}) vs {want!r} (0x{bits(e)})")
 
 
 def error_stats(out: torch.Tensor, ref: torch.Tensor, rtol: float = 0.0, atol: float = 0.0, *,

@@ -21,7 +21,8 @@ examples:
   python op_tests/test_grouped_gemm.py --smoke                       # quick check of everything here
   python op_tests/test_grouped_gemm.py --smoke --dtype all --variable
   python op_tests/test_grouped_gemm.py -g 8 -m 4096 -n 4096 -k 4096 -d bf16
-  python op_tests/test_grouped_gemm.py -mnk 1,4096,7168 300,4096,7168 -d fp8 -q block   # groups one by one
+  python op_tests/test_grouped_gemm.py -mnk 1,4096,7168 128,4096,7168 -d bf16   # aiter's shape list, -g groups each
+  python op_tests/test_grouped_gemm.py --group-shapes 1,4096,7168 300,4096,7168 -d fp8 -q block  # one call's groups
   python op_tests/test_grouped_gemm.py --moe --groups 32 --m 1024 --n 4096 --k 7168 --dtype fp8
   python op_tests/test_grouped_gemm.py --smoke --moe --quant row block   # scaled fp8/int8 -> bf16
   python op_tests/test_grouped_gemm.py --layout                      # the case in RC and RR, list and packed
@@ -56,14 +57,14 @@ def _layout(text: str) -> str:
 
 
 def _mnk(text: str) -> tuple[int, int, int]:
-    """aiter's ``-mnk M,N,K``: one group's sizes, each an integer >= 0."""
+    """``M,N,K`` (aiter's -mnk spelling; ``MxNxK`` too): three integers >= 0."""
     parts = text.replace("x", ",").split(",")
     try:
         sizes = tuple(int(p) for p in parts)
     except ValueError:
         sizes = ()
     if len(sizes) != 3 or min(sizes) < 0:
-        raise argparse.ArgumentTypeError(f"-mnk takes M,N,K (three integers >= 0, e.g. 128,4096,7168), got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected M,N,K (three integers >= 0, e.g. 128,4096,7168), got {text!r}")
     return sizes
 
 
@@ -90,8 +91,11 @@ def build_parser(prog: str = "test_grouped_gemm.py", parents=(), description: st
     shape.add_argument("-n", "--n", type=int, default=512, help="N; default 512")
     shape.add_argument("-k", "--k", type=int, default=512, help="K; default 512")
     shape.add_argument("-mnk", "--mnk", type=_mnk, nargs="+", default=None, metavar="M,N,K",
-                       help="groups given one by one, aiter's spelling: one M,N,K each (with one N and K for all, "
-                            "the packed form runs them too). e.g.: -mnk 1,4096,7168 300,4096,7168")
+                       help="aiter's shape list: each M,N,K its own case of --groups groups of that shape. "
+                            "e.g.: -mnk 1,4096,7168 128,4096,7168")
+    shape.add_argument("--group-shapes", type=_mnk, nargs="+", default=None, metavar="M,N,K",
+                       help="the groups of one call, one M,N,K each (with one N and K for all, the packed form "
+                            "runs them too). e.g.: --group-shapes 1,4096,7168 300,4096,7168 0,4096,7168")
     shape.add_argument("--variable", action="store_true", help="M drawn per group in m*(1 +- 0.3)")
     shape.add_argument("--heterogeneous", action="store_true", help="M, N and K drawn independently per group")
     shape.add_argument("--moe", action="store_true",

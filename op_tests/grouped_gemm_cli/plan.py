@@ -102,12 +102,14 @@ def smoke_items() -> list[Item]:
 
 
 def user_items(args) -> list[Item]:
-    """The cases the shape options ask for; with none of -mnk/--variable/--heterogeneous/--moe, the uniform
+    """The cases the shape options ask for; with none of -mnk/--group-shapes/--variable/--heterogeneous/--moe, the uniform
     case (unless ``smoke`` runs: then only the asked-for ones are added to it)."""
     g, m, n, k, seed = args.groups, args.m, args.n, args.k, args.seed
     items = []
-    if args.mnk:
-        given = shapes.Case(tuple(args.mnk), "groups from -mnk")
+    for mm, nn, kk in args.mnk or ():  # aiter's shape list: one case per shape
+        items.append(Item(shapes.uniform(g, mm, nn, kk, "-mnk shape"), "list", True))
+    if args.group_shapes:
+        given = shapes.Case(tuple(args.group_shapes), "groups from --group-shapes")
         items += [Item(given, form, True) for form in (("list", "packed") if given.packable else ("list",))]
     if args.variable:
         items.append(Item(shapes.variable(g, m, n, k, seed=seed), "list", True))

@@ -6,8 +6,10 @@ Where these differ from aiter's:
 - ``checkAllclose`` **raises** ``AssertionError`` when more than ``tol_err_ratio`` of the compared elements
   mismatch. aiter's prints "failed" and returns the ratio, and scripts that ignore the return value pass
   (ROCm/aiter#5030, #5422: eleven failing cases went unnoticed). ``strict=False`` restores the ratio-only
-  behaviour (and, with ``printLog=False``, aiter's 1.0 for a catastrophic result rather than the exception).
-  Below the ratio it returns the ratio, with aiter's yellow "warning". It compares with the rule of
+  behaviour (and, with ``printLog=False``, aiter's quiet path: the ratio at or above ``tol_err_ratio``, else
+  1.0 for a catastrophic result rather than the exception). Below the ratio it returns the ratio, with
+  aiter's yellow "warning". The NaN/Inf and max|b| tests of ``catastrophic_check`` look only where ``mask``
+  compares (aiter's look at masked-out padding too). It compares with the rule of
   ``ckgemm.testing.numeric`` in float64 (``|a - b| <= atol + rtol * |b|``, as ``torch.isclose``; NaN never
   passes; an infinity only against the same one), so tensors of different dtypes compare (a bf16 output
   against an fp32 reference) and shapes that differ are an error rather than broadcast.
@@ -15,9 +17,10 @@ Where these differ from aiter's:
   flushed outside the timed window (or ``num_rotate_args`` copies of the positional and keyword arguments
   cycled instead), the median in microseconds. aiter's sums the profiler's kernel times per call and takes the
   mean without outliers; ``ckgemm.testing.breakdown`` gives that kernel-only view. ``use_cuda_event`` is
-  accepted (ckgemm always times with events); ``needTrace`` writes a Chrome trace to ``ckgemm_logs/``; a
-  ``device`` keyword (``"cpu"``) times on the host on a machine with a GPU too. The output returned comes from
-  a first, untimed call.
+  accepted (ckgemm always times with events); ``needTrace`` writes a Chrome trace to ``ckgemm_logs/``;
+  ``perftest(device="cpu")`` times on the host on a machine with a GPU too. The output returned comes from a
+  first, untimed call. On a GPU the warm-up runs ``num_warmup`` calls and then more until 25 ms of device time
+  has passed (``bench``'s ``warmup_ms``), so ``num_warmup=0`` still warms up.
 - ``benchmark`` returns the call's arguments by name, updated with the dict the test returns, as aiter's; it
   logs nothing.
 """
@@ -77,6 +80,7 @@ def checkAllclose(a: torch.Tensor, b: torch.Tensor, rtol: float = 1e-2, atol: fl
     if max_abs_delta is not None:
         catastrophic = worst > max_abs_delta
     elif catastrophic_check:
+        a_in, b_in = a_in.double(), b_in.double()  # fp8 has no isfinite or abs
         finite = bool(torch.isfinite(a_in).all()) and bool(torch.isfinite(b_in).all())
         b_max = max(float(b_in.abs().max()), 1.0) if b.is_floating_point() else float("inf")
         catastrophic = not finite or worst > b_max * _CATASTROPHIC_FRACTION
@@ -87,8 +91,8 @@ def checkAllclose(a: torch.Tensor, b: torch.Tensor, rtol: float = 1e-2, atol: fl
                   f"           {b_bad[:shown]}\n    delta:\n           {delta[:shown]}") if failed else ""
         _report(msg, "catastrophic!" if catastrophic else "failed!" if failed else "warning!", rtol, atol, detail)
         print(f"-->max abs delta:{worst}, delta details: {ratio:.1%} ({mismatches} of {compared}) elements")
-    if catastrophic and not strict and not printLog:
-        return 1.0
+    if not strict and not printLog:  # aiter's quiet (tuner) path: the ratio at or above tol_err_ratio, else 1.0
+        return ratio if ratio >= tol_err_ratio or not catastrophic else 1.0  # for a catastrophic result
     if catastrophic or (strict and failed):
         kind = "catastrophic error" if catastrophic else "mismatch above tol_err_ratio"
         raise AssertionError(f"{msg}checkAllclose: {kind}: max abs delta {worst:.4g}, {ratio:.1%} ({mismatches} of "
@@ -114,34 +118,35 @@ def _perftest(func, args: tuple, kwargs: dict, t: _Timing):
     data = func(*args, **kwargs)
     # With num_rotate_args, copies of the positional and keyword arguments are cycled (cold inputs, no flush);
     # otherwise the L2 is flushed before each timed call.
-    sets = rotating_copies((args, kwargs), max_copies=t.num_rotate_args) if t.num_rotate_args > 1 else [(args, kwargs)]
+    sets = [(args, kwargs)]
+    if t.num_rotate_args > 1:  # exactly that many sets, however large (an unbounded budget)
+        sets = rotating_copies((args, kwargs), budget_bytes=1 << 62, max_copies=t.num_rotate_args)
     result = bench(lambda a, kw: func(*a, **kw), warmup=t.num_warmup, iters=t.num_iters, graph=t.testGraph,
                    rotate=sets, flush=len(sets) == 1, telemetry=False, device=t.device)
     if t.needTrace:
         name = getattr(func, "__name__", "fn")
         os.makedirs("ckgemm_logs", exist_ok=True)
         path = os.path.join("ckgemm_logs", f"perftest_{name}_{os.getpid()}.json")
-        gpu = device_info.is_gpu(torch.device(t.device) if t.device is not None else device_info.default_device())
+        gpu = device_info.runs_on_gpu(t.device)
         kineto.profile_table(lambda: func(*args, **kwargs), min(t.num_iters, 10), gpu=gpu, trace_path=path)
         print(f"perftest: trace of {name} written to {path}")
     return data, float(result) * 1e3
 
 
 def run_perftest(func, *args, num_iters: int = 101, num_warmup: int = 2, testGraph: bool = False,
-                 num_rotate_args: int = 0, needTrace: bool = False, use_cuda_event: bool = False, device=None,
-                 **kwargs):
+                 num_rotate_args: int = 0, needTrace: bool = False, use_cuda_event: bool = False, **kwargs):
     """``(output, microseconds)``: the output of one untimed call of ``func(*args, **kwargs)`` (a kernel that
     writes into an argument has written it again by the time this returns), then the median time of
-    ``num_iters`` timed calls (graph replays with ``testGraph``). ``device``: where to time (the GPU where
-    there is one; ``"cpu"`` times on the host)."""
+    ``num_iters`` timed calls (graph replays with ``testGraph``), on the GPU where there is one."""
     del use_cuda_event  # always device events
-    return _perftest(func, args, kwargs, _Timing(num_iters, num_warmup, testGraph, num_rotate_args, needTrace, device))
+    return _perftest(func, args, kwargs, _Timing(num_iters, num_warmup, testGraph, num_rotate_args, needTrace))
 
 
 def perftest(num_iters: int = 101, num_warmup: int = 2, testGraph: bool = False, num_rotate_args: int = 0,
              needTrace: bool = False, use_cuda_event: bool = False, device=None):
     """Decorator: the decorated function returns ``(output, microseconds)`` (see ``run_perftest``); every
-    argument of the call goes to the function."""
+    argument of the call goes to the function. ``device`` (ckgemm's addition): ``"cpu"`` times on the host on a
+    machine with a GPU too."""
     del use_cuda_event
     timing = _Timing(num_iters, num_warmup, testGraph, num_rotate_args, needTrace, device)
 

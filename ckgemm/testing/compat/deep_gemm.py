@@ -103,7 +103,7 @@ def bench_kineto(fn, kernel_names, num_tests: int = 30, suppress_kineto_output: 
     if num_tests < 1:
         raise ValueError(f"bench_kineto: num_tests must be >= 1, got {num_tests}")
     device_info.check_requested("bench_kineto", device)
-    gpu = torch.cuda.is_available() and (device is None or torch.device(device).type == "cuda")
+    gpu = device_info.runs_on_gpu(device)
     quiet = suppress_stdout_stderr() if suppress_kineto_output else contextlib.nullcontext()
     on_device = torch.cuda.device(torch.device(device)) if gpu and device is not None else contextlib.nullcontext()
     with on_device:
