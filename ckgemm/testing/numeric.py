@@ -278,7 +278,7 @@ def assert_bitwise_equal(x: torch.Tensor, y: torch.Tensor, label: str = "") -> N
     elements = int(differ.view(-1, size).any(dim=1).sum())
 
     def bits(t: torch.Tensor) -> str:
-        return t[element * size:(element + 1) * size].flip(0).cpu().numpy().tobytes().hex()
+        return "".join(f"{b:02x}" for b in t[element * size:(element + 1) * size].flip(0).tolist())
     got, want = x.detach().reshape(-1)[element].item(), y.detach().reshape(-1)[element].item()
     raise AssertionError(f"{where}assert_bitwise_equal: {elements} of {x.numel()} elements differ; the first at "
                          f"byte {first_byte} (element {element}, index {_index(element, x.shape)}): {got!r} "
