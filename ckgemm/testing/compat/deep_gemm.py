@@ -85,7 +85,13 @@ def _before_each(gpu: bool, flush_l2: bool, barrier):
         if gpu:
             steps.append(lambda: torch.cuda._sleep(_BARRIER_SLEEP_CYCLES))
         steps.append(barrier)
-    return (lambda: [step() for step in steps]) if steps else None
+    if not steps:
+        return None
+
+    def before():
+        for step in steps:
+            step()
+    return before
 
 
 def bench_kineto(fn, kernel_names, num_tests: int = 30, suppress_kineto_output: bool = False,

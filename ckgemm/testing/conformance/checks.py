@@ -52,6 +52,11 @@ class Row:
     report: str = ""  # the full per-group report of a failed comparison
 
 
+# Why a case is n/a in a form that cannot express it (a list op on a packed-only check, a packed op on per-group
+# N and K), keyed by the op's form.
+FORM_ONLY = {"list": "packed form only", "packed": "list form only (per-group N and K)"}
+
+
 def _reasons(ctx: Context) -> dict:
     """Why each requirement of catalogue.Check.requires is unmet here (absent: it is met)."""
     k, cuda = ctx.kernel, ctx.device.type == "cuda"
@@ -60,7 +65,7 @@ def _reasons(ctx: Context) -> dict:
         "elements and writes outside them cannot be seen",
         "int8_plain": None if (ctx.dtype == torch.int8 and ctx.recipe == "none") else "int8 without scales only",
         "cuda": None if cuda else "needs a CUDA device",
-        "packed": None if k.form == "packed" else "packed form only",
+        "packed": None if k.form == "packed" else FORM_ONLY["list"],
         "device_sizes": None if not k.host_sizes else "the op reads group sizes on the host "
         "(conformance_host_sizes), so a graph cannot replay new sizes",
         "host_checkable_sizes": None if not cuda else "on a GPU the sizes stay on the device, where a kernel "
@@ -77,14 +82,13 @@ def case_seed(ctx: Context, check: Check) -> int:
 def run_check(ctx: Context, check: Check) -> Row:
     row = Row(check.id, check.title, check.purpose, ctx.kernel.form, ctx.kernel.layout, ctx.dtype_name, ctx.recipe,
               "n/a", seed=case_seed(ctx, check))
-    unmet = [why for key, why in _reasons(ctx).items() if key in check.requires]
+    unmet = {key: why for key, why in _reasons(ctx).items() if key in check.requires}
     try:
         case = check.build(ctx.tier, ctx.kernel.form, row.seed)
-        why = "list form only (per-group N and K)" if ctx.kernel.form == "packed" else "packed form only"
-        if case is None and why not in unmet:
-            unmet.append(why)
+        if case is None:  # for a list op, the same reason as an unmet "packed" requirement: said once
+            unmet.setdefault("packed" if ctx.kernel.form == "list" else "list", FORM_ONLY[ctx.kernel.form])
         if unmet:
-            row.detail = "; ".join(unmet)
+            row.detail = "; ".join(unmet.values())
             return row
         row.case = case.id
         ops = operands.build(case, ctx.kernel.form, ctx.kernel.layout, ctx.dtype, ctx.recipe, row.seed, ctx.device,
