@@ -23,7 +23,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 from ckgemm.testing import Report, device_info  # noqa: E402
-from ckgemm.testing.distributed.launch import exit_rank, init_from_env, launch, pick_backend  # noqa: E402
+from ckgemm.testing.distributed.world import exit_rank, init_from_env, launch, pick_backend  # noqa: E402
 from ckgemm.testing.distributed.verdict import gather_to_rank0  # noqa: E402
 from grouped_gemm_cli.args import parse_args  # noqa: E402
 from grouped_gemm_cli.bad_input import run_bad_inputs  # noqa: E402

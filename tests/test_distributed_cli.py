@@ -16,7 +16,7 @@ import torch.distributed as dist
 
 from ckgemm.testing.distributed import FAULTS
 from ckgemm.testing.distributed.cli import main
-from ckgemm.testing.distributed.launch import pick_backend
+from ckgemm.testing.distributed.world import pick_backend
 from ckgemm.testing.distributed.layer import PHASES
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,15 +9,15 @@ that the checks must catch; ``bench`` times the phases. docs/DISTRIBUTED.md says
 
 Modules, in data-flow order: ``config`` (cases), ``router`` (scenarios, seeded top-k), ``recipes``
 (quantization), ``batch`` (the shared synthetic data), ``exchange`` (collectives), ``faults``, ``layer``,
-``reference``, ``checks``, ``verdict``, ``flow`` (one rank's run), ``selftest``, ``bench``, ``launch``
-(worlds), ``cli`` (``python -m ckgemm.testing.distributed``).
+``reference``, ``checks``, ``verdict``, ``flow`` (one rank's run), ``selftest``, ``bench``, ``world``
+(starting worlds), ``cli`` (``python -m ckgemm.testing.distributed``).
 
 ``import ckgemm.testing`` does not load this package (it needs ``torch.distributed``); import it by name.
 """
 from .config import Case, MoEConfig, grid
 from .faults import FAULTS
 from .flow import CaseResult, run_case, run_flow
-from .launch import World, init_from_env, launch, run_in_process
+from .world import World, init_from_env, launch, run_in_process
 from .layer import EPMoE
 from .router import SCENARIOS
 from .selftest import run_self_test

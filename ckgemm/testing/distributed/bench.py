@@ -22,7 +22,7 @@ from ..bench import bench as time_call
 from ..bench import quantile
 from .batch import local_expert_weights, make_batch, make_expert_weights
 from .config import MoEConfig
-from .launch import World
+from .world import World
 from .layer import PHASES, EPMoE
 from .recipes import gemm_kwargs
 from .verdict import gather_to_rank0

@@ -16,7 +16,7 @@ from ..report import Report, unwritable
 from .bench import bench_layer, bench_text
 from .config import DTYPE_NAMES, MODES, QUANTS, Case, MoEConfig, grid
 from .flow import run_flow
-from .launch import exit_rank, init_from_env, launch, pick_backend, run_in_process
+from .world import exit_rank, init_from_env, launch, pick_backend, run_in_process
 from .router import SCENARIOS, routes_nothing
 from .selftest import run_self_test
 from .verdict import summary_table

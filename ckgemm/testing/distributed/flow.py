@@ -12,7 +12,7 @@ from .batch import local_expert_weights, make_batch, make_expert_weights
 from .checks import LocalVerdict, check_rerun, check_step
 from .config import Case
 from .faults import FAULTS, Injector, check_fault_names
-from .launch import World
+from .world import World
 from .layer import EPMoE
 from .recipes import check_recipe
 from .reference import expected_for_rank

@@ -20,7 +20,7 @@ import torch.distributed as dist
 from .config import Case, MoEConfig
 from .faults import FAULTS, check_fault_names
 from .flow import run_case
-from .launch import World
+from .world import World
 
 SKIP_TIMEOUT_S = 3.0
 
