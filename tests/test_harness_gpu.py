@@ -125,6 +125,17 @@ def test_ported_timers_time_kernels_by_name_and_never_the_flush():
     assert torch.equal(out, torch.sin(x)) and 0 < us < 1000
 
 
+def test_bench_kineto_flush_is_the_profile_event_it_leaves_out():
+    # the flush bench_kineto runs before each call, profiled on its own: its event must carry the name the
+    # matching leaves out (a renamed copy would otherwise be matched, or counted, as fn's kernel)
+    from ckgemm.testing import kineto
+    from ckgemm.testing.compat import deep_gemm as dg
+    table = kineto.profile_table(lambda: None, 3, gpu=True, before=dg._before_each(True, True, None))
+    flush = {name: entry for name, entry in table.items() if name.startswith(dg._FLUSH_EVENT)}
+    assert flush and sum(count for _, count in flush.values()) == 3, table
+    assert set(table) == set(flush), table  # nothing else ran: the flush is one copy a call
+
+
 def test_warm_up_runs_for_warmup_ms_of_device_time():
     x = torch.empty(64 << 20, dtype=torch.uint8, device=DEV)
     x.zero_()  # load the kernel before the warm-up times its first calls
