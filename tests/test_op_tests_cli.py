@@ -42,7 +42,20 @@ def test_smoke_with_perf_writes_markdown(cli, tmp_path, capsys):
     assert cli.main(["--smoke", "--dtype", "bf16", "--layout", "RC", "--markdown", str(md)]) == 0
     text = md.read_text()
     assert "vs_loop" in text and "median_ms" in text and "grouped_gemm_packed" in text
-    assert "perf:" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "perf:" in printed
+    # the summary's ratio comes with ckgemm's time in the paired rounds it divides, not the median column's
+    assert "us paired)" in printed and "loop_ours_ms" in text
+
+
+def test_peer_ratio_cell_names_the_paired_ckgemm_time():
+    from grouped_gemm_cli.summary import case_row
+    row = {"median_ms": 0.081, "loop_peer": "matmul loop", "loop_ms": 0.084, "loop_ours_ms": 0.1377,
+           "vs_loop": "0.61x", "passed": True}
+    cells = case_row(row)
+    assert cells["ckgemm us"] == "81" and cells["loop us"] == "84"
+    assert cells["ckgemm vs loop"] == "0.61x (ckgemm 137.7 us paired)"
+    assert case_row({"loop_peer": "matmul loop", "vs_loop": "n/a"})["ckgemm vs loop"] == "n/a"
 
 
 def test_moe_runs_the_packed_and_list_forms(cli, tmp_path):

@@ -57,7 +57,10 @@ def test_json_report_matches_the_schema(selftest_run):
     assert {(t["dtype"], t["quant"]) for t in timed} >= {("bf16", "none"), ("fp8", "row"), ("fp8", "block")}
     for t in timed:
         assert t["ckgemm_ms"] > 0 and t["tflops"] > 0 and t["kernel"].startswith("torch") and t["peers"]
-        assert all((p["ms"] is None) == (p["speedup"] is None) for p in t["peers"])
+        assert all((p["ms"] is None) == (p["speedup"] is None) == (p["ckgemm_ms"] is None) for p in t["peers"])
+        for p in t["peers"]:  # the ratio is the peer's median over ckgemm's in the same paired rounds
+            if p["ms"] is not None:
+                assert p["ckgemm_ms"] > 0 and abs(p["ms"] / p["ckgemm_ms"] - p["speedup"]) <= 0.005 + 1e-9, p
     assert any(p["name"] == "matmul loop" and p["ms"] for t in timed for p in t["peers"])
     for log in report["logs"].values():
         assert (out / log).is_file()
@@ -69,6 +72,7 @@ def test_markdown_report_has_every_section(selftest_run):
     for heading in ("# ckgemm selftest", "## Environment", "## Checks", "## Timings", "## Logs"):
         assert heading in text
     assert "| optests" in text and "PASS" in text and "matmul loop" in text
+    assert "us in the same rounds (ckgemm " in text  # each ratio beside the ckgemm time it divides
 
 
 def _valid_report() -> dict:
@@ -82,6 +86,14 @@ def _valid_report() -> dict:
             "logs": {}}
 
 
+def test_a_peers_paired_ckgemm_time_is_optional():
+    report = _valid_report()  # reports written before ckgemm_ms existed still validate
+    report["timings"][0]["peers"][0].update(ckgemm_ms=None)
+    assert validate(report) == []
+    report["timings"][0]["peers"][0].update(ms=2.0, speedup=0.5, ckgemm_ms=4.0)
+    assert validate(report) == []
+
+
 @pytest.mark.parametrize("corrupt,expected", [
     (lambda r: r.pop("checks"), "missing key 'checks'"),
     (lambda r: r.update(extra=1), "unexpected key 'extra'"),
@@ -92,6 +104,8 @@ def _valid_report() -> dict:
     (lambda r: r["timings"][0].update(ckgemm_ms="1"), "timings[0].ckgemm_ms"),
     (lambda r: r["timings"][0].update(tflops=True), "timings[0].tflops"),
     (lambda r: r["timings"][0]["peers"][0].pop("reason"), "timings[0].peers[0]: missing key 'reason'"),
+    (lambda r: r["timings"][0]["peers"][0].update(ckgemm_ms="1"), "timings[0].peers[0].ckgemm_ms"),
+    (lambda r: r["timings"][0]["peers"][0].update(paired=1), "timings[0].peers[0]: unexpected key 'paired'"),
     (lambda r: r["logs"].update(x=3), "logs.x"),
 ])
 def test_schema_validator_catches_each_departure(corrupt, expected):

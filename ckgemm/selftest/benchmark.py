@@ -52,7 +52,7 @@ def timing(row: dict) -> dict:
         ratio = row.get(f"vs_{peer}", "n/a")
         peers.append({"name": row[f"{peer}_peer"], "ms": _ms(row.get(f"{peer}_ms")),
                       "speedup": float(ratio[:-1]) if ratio.endswith("x") else None,
-                      "reason": row.get(f"{peer}_reason", "")})
+                      "reason": row.get(f"{peer}_reason", ""), "ckgemm_ms": _ms(row.get(f"{peer}_ours_ms"))})
     return {"dtype": row["dtype"], "quant": row.get("quant", "none"), "layout": row["layout"],
             "form": row.get("form", ""), "shape": row["shape"], "kernel": row.get("kernel", ""),
             "ckgemm_ms": float(row["median_ms"]), "tflops": float(row.get("tflops", 0.0)),

@@ -57,11 +57,18 @@ def _cell(value) -> str:
     return "" if value is None else str(value)
 
 
+def _peer_text(p: dict) -> str:
+    if p["ms"] is None:
+        return f"{p['name']} n/a ({p['reason']})"
+    ours = p.get("ckgemm_ms")  # the ratio's own rounds, not the table's ckgemm column
+    paired = "" if ours is None else f" against ckgemm {ours * 1e3:.4g} us in the same rounds"
+    return f"{p['name']} {p['ms'] * 1e3:.4g} us{paired} (ckgemm {p['speedup']:.2f}x)"
+
+
 def _timing_rows(timings: list[dict]) -> list[list[str]]:
     rows = []
     for t in timings:
-        peers = "; ".join(f"{p['name']} {p['ms'] * 1e3:.4g} us (ckgemm {p['speedup']:.2f}x)" if p["ms"] is not None
-                          else f"{p['name']} n/a ({p['reason']})" for p in t["peers"])
+        peers = "; ".join(_peer_text(p) for p in t["peers"])
         mfu = "" if t["mfu_pct"] is None else f"{t['mfu_pct']:.3g}"
         rows.append([t["dtype"], t["quant"], t["layout"], t["form"], t["shape"], t["kernel"],
                      f"{t['ckgemm_ms'] * 1e3:.4g}", f"{t['tflops']:.4g}", mfu, peers])

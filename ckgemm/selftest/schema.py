@@ -11,11 +11,14 @@
                   "failures": [{"where": str, "message": str}]}],         # first failures, indices included
       "timings": [{"dtype": str, "quant": str, "layout": str, "form": str, "shape": str, "kernel": str,
                    "ckgemm_ms": float, "tflops": float, "mfu_pct": float | None,
-                   "peers": [{"name": str, "ms": float | None, "speedup": float | None, "reason": str}]}],
+                   "peers": [{"name": str, "ms": float | None, "speedup": float | None, "reason": str,
+                              "ckgemm_ms": float | None}]}],   # ckgemm_ms: optional (reports before it lack it)
       "logs": {str: str}                        # check name -> log file, relative to the report
     }
 
-``verdict`` is FAIL exactly when some check's verdict is fail or error.
+``verdict`` is FAIL exactly when some check's verdict is fail or error. A peer's ``speedup`` is its time over
+ckgemm's in the paired rounds both were timed in: ``ms`` and ``ckgemm_ms`` are those rounds' medians (a timing's
+``ckgemm_ms`` is ckgemm's own, longer run).
 """
 from __future__ import annotations
 
@@ -32,14 +35,16 @@ FAILURE = {"where": str, "message": str}
 TIMING = {"dtype": str, "quant": str, "layout": str, "form": str, "shape": str, "kernel": str, "ckgemm_ms": NUMBER,
           "tflops": NUMBER, "mfu_pct": OPTIONAL_NUMBER, "peers": list}
 PEER = {"name": str, "ms": OPTIONAL_NUMBER, "speedup": OPTIONAL_NUMBER, "reason": str}
+PEER_OPTIONAL = {"ckgemm_ms": OPTIONAL_NUMBER}
 
 
-def _fields(obj, spec: dict, where: str) -> list[str]:
+def _fields(obj, spec: dict, where: str, optional: dict | None = None) -> list[str]:
     if not isinstance(obj, dict):
         return [f"{where}: expected an object, got {type(obj).__name__}"]
+    optional = optional or {}
     problems = [f"{where}: missing key {key!r}" for key in spec if key not in obj]
-    problems += [f"{where}: unexpected key {key!r}" for key in obj if key not in spec]
-    for key, types in spec.items():
+    problems += [f"{where}: unexpected key {key!r}" for key in obj if key not in spec and key not in optional]
+    for key, types in (spec | optional).items():
         if key in obj and (not isinstance(obj[key], types) or (types is NUMBER and isinstance(obj[key], bool))):
             problems.append(f"{where}.{key}: expected {getattr(types, '__name__', types)}, "
                             f"got {type(obj[key]).__name__}")
@@ -63,7 +68,7 @@ def validate(report: dict) -> list[str]:
     for i, timing in enumerate(report["timings"]):
         problems += _fields(timing, TIMING, f"timings[{i}]")
         for j, peer in enumerate(timing.get("peers", []) if isinstance(timing, dict) else []):
-            problems += _fields(peer, PEER, f"timings[{i}].peers[{j}]")
+            problems += _fields(peer, PEER, f"timings[{i}].peers[{j}]", PEER_OPTIONAL)
     problems += [f"logs.{k}: expected a path string" for k, v in report["logs"].items() if not isinstance(v, str)]
     failed = any(isinstance(c, dict) and c.get("verdict") in (FAIL, ERROR) for c in report["checks"])
     if report["verdict"] != ("FAIL" if failed else "PASS"):

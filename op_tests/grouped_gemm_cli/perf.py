@@ -51,7 +51,8 @@ class Timed:
         return self.ours.median_ms
 
     def columns(self) -> dict:
-        """Report columns: vs_<peer> ratios ("n/a" when absent), <peer>_peer names, and <peer>_ms or, for a
+        """Report columns: vs_<peer> ratios ("n/a" when absent), <peer>_peer names, and <peer>_ms with
+        <peer>_ours_ms (the peer's and ckgemm's medians in the paired rounds the ratio comes from) or, for a
         peer not available here, <peer>_reason."""
         out = {}
         for pt in self.peers:
@@ -59,6 +60,7 @@ class Timed:
             out[f"{pt.column}_peer"] = pt.name
             if pt.ms is not None:
                 out[f"{pt.column}_ms"] = pt.ms
+                out[f"{pt.column}_ours_ms"] = pt.ours_ms
             else:
                 out[f"{pt.column}_reason"] = pt.reason
         return out

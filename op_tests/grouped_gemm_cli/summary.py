@@ -43,9 +43,13 @@ def case_row(row: dict) -> dict:
 
 
 def _peer_cells(row: dict, peer: str) -> dict:
-    ms = row.get(f"{peer}_ms")
+    # the ratio comes from paired rounds, not from "ckgemm us": ckgemm's median in those rounds goes beside it
+    ms, ours = row.get(f"{peer}_ms"), row.get(f"{peer}_ours_ms")
+    ratio = row.get(f"vs_{peer}", "")
+    if ratio and ours:
+        ratio = f"{ratio} (ckgemm {_num(ours * 1e3)} us paired)"
     return {f"{peer} peer": row.get(f"{peer}_peer", ""), f"{peer} us": _num(ms * 1e3 if ms else None),
-            f"ckgemm vs {peer}": row.get(f"vs_{peer}", "")}
+            f"ckgemm vs {peer}": ratio}
 
 
 def case_rows(report) -> list[dict]:
