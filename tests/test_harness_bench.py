@@ -68,6 +68,26 @@ def test_rotating_copies_exceed_the_budget_and_keep_strides():
     assert len(rotating_copies((a,), device="cpu", budget_bytes=1 << 40, max_copies=5)) == 5
 
 
+def test_rotating_copies_copy_any_argument_as_deepcopy_does():
+    from collections import namedtuple
+    from ckgemm.testing import quant
+    from ckgemm.testing.compat.aiter import run_perftest
+    pair = quant.per_token_cast_to_fp8(torch.randn(16, 256))  # the casts' (x_q, scale) pair
+    Args = namedtuple("Args", "x y")
+    wide = torch.randn(1, 8).expand(8, 8)  # stride 0: every row the same memory
+    base = torch.randn(4, 8)
+    view = base[1:]  # aliases base at an offset
+    copies = rotating_copies((pair, Args(1, wide), base, view), device="cpu", budget_bytes=1 << 40, max_copies=3)
+    for c in copies[1:]:
+        assert type(c[0]) is type(pair) and all(torch.equal(x, y) for x, y in zip(c[0], pair))
+        assert type(c[1]) is Args and c[1].x == 1 and c[1].y.stride() == (0, 1) and torch.equal(c[1].y, wide)
+        assert c[1].y.data_ptr() != wide.data_ptr()
+        c[2][1, 0] = 123.0  # the copied view still aliases the copied base, at the same offset
+        assert c[3][0, 0] == 123.0 and c[3].storage_offset() == view.storage_offset() and base[1, 0] != 123.0
+    out, us = run_perftest(lambda p: quant.dequant(p).sum(), pair, num_iters=4, num_rotate_args=2)
+    assert torch.equal(out, quant.dequant(pair).sum()) and us > 0
+
+
 def test_paired_ab_interleaves_and_takes_the_ratio_of_medians():
     order = []
     fast, slow = _sleeper(4.0), _sleeper(12.0)  # ms long enough that preemption on a busy runner stays noise

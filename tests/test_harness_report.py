@@ -125,6 +125,21 @@ def test_baseline_command_line_exit_status(tmp_path, capsys):
         assert "error: " in capsys.readouterr().err
 
 
+def test_baseline_refuses_rows_it_cannot_match_one_to_one(tmp_path, capsys):
+    def sweep(fast_ms):  # sizes kept in an extra column, outside the matching key
+        r = Report()
+        for m, ms in ((1, fast_ms), (4096, 5.0)):
+            r.add(op="gemm", backend="mine", dtype="bf16", time={"median_ms": ms, "p10_ms": ms, "p90_ms": ms},
+                  m=m, passed=True)
+        return r
+    base = baseline.save_baseline(sweep(0.01), tmp_path / "base.json")
+    slower = sweep(0.5).write_json(tmp_path / "new.json")  # the m=1 row 50x slower
+    with pytest.raises(ValueError, match="2 rows of key gemm/mine/bf16"):
+        baseline.compare(slower, base)
+    assert baseline.main([str(slower), str(base)]) == 2
+    assert "put what tells them apart" in capsys.readouterr().err
+
+
 def test_baseline_never_passes_a_nan_time_or_a_failing_row(tmp_path):
     base = baseline.save_baseline(_report(median=1.0), tmp_path / "base.json")
     assert [d.status for d in baseline.compare(_report(median=float("nan")), base).deltas] == ["regression"]

@@ -126,6 +126,13 @@ def test_unreadable_baseline_stops_the_run_before_any_case(cli, tmp_path, capsys
     assert exc.value.code == 2
     captured = capsys.readouterr()
     assert "not a readable ckgemm report" in captured.err and "PASS" not in captured.out
+    row = {"op": "gemm", "backend": "mine", "dtype": "bf16", "median_ms": 1.0}
+    base.write_text(json.dumps({"schema": "ckgemm.report/1", "title": "", "meta": {}, "rows": [row, row]}))
+    with pytest.raises(SystemExit) as exc:  # rows that cannot be matched one to one: refused before any case
+        cli.main([*SMALL, "--dtype", "bf16", "--layout", "RC", "--no-perf", "--baseline", str(base)])
+    assert exc.value.code == 2
+    captured = capsys.readouterr()
+    assert "2 rows of key gemm/mine/bf16" in captured.err and "PASS" not in captured.out
 
 
 def test_an_unwritable_report_path_stops_the_run_before_any_case(cli, tmp_path, capsys):

@@ -4,7 +4,9 @@ A row regresses when its median time grew by more than ``threshold`` (default 5%
 out of both runs' noise: the new p10 is slower than the baseline p90. A NaN or infinite new time is a
 regression. A row that fails its correctness check now is a regression ("correctness") whatever its time and
 whatever the baseline said, a new row too; every new row counts, also several of one key. Rows are matched on
-(op, backend, dtype, layout, shape, config).
+(op, backend, dtype, layout, shape, config); a baseline with several rows of one key is refused (ValueError,
+exit status 2), since no new row could say which of them it compares with: put what tells them apart (sizes,
+recipe) in ``shape`` or ``config``.
 
 Command line (exit status 1 on any regression, 2 when a report cannot be read)::
 
@@ -20,7 +22,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from .report import Report, row_key
+from .report import KEY_FIELDS, Report, row_key
 
 STATUSES = ("regression", "correctness", "improvement", "same", "missing", "new", "untimed", "base unusable")
 
@@ -31,7 +33,10 @@ def save_baseline(report: Report, path) -> Path:
 
 
 def load_baseline(path) -> Report:
-    return Report.load(path)
+    """A stored baseline; ValueError when several of its rows share a key (see the module docstring)."""
+    report = Report.load(path)
+    _unique_rows(report.rows)
+    return report
 
 
 @dataclass
@@ -104,6 +109,21 @@ def _classify(base: dict, new: dict, threshold: float) -> str:
     return "same"
 
 
+def _unique_rows(rows: list[dict]) -> dict:
+    """The baseline's rows by key, refusing a key that several rows share (a silent pick would compare a new
+    row with another case's time: a sweep that keeps its sizes outside the key passes a 50x regression)."""
+    by_key: dict = {}
+    for r in rows:
+        by_key.setdefault(row_key(r), []).append(r)
+    repeated = {key: len(group) for key, group in by_key.items() if len(group) > 1}
+    if repeated:
+        key, count = next(iter(repeated.items()))
+        raise ValueError(f"compare: the baseline has {count} rows of key {'/'.join(key)} ({len(repeated)} key(s) "
+                         f"repeated); rows are matched on ({', '.join(KEY_FIELDS)}), so put what tells them apart "
+                         "(sizes, recipe) in shape or config")
+    return {key: group[0] for key, group in by_key.items()}
+
+
 def compare(new, baseline, *, threshold: float = 0.05, fail_on_missing: bool = False) -> Comparison:
     """Compare a new report with a baseline (each a Report, its JSON dict, or a path)."""
     if not (isinstance(threshold, (int, float)) and math.isfinite(threshold) and threshold >= 0):
@@ -112,7 +132,7 @@ def compare(new, baseline, *, threshold: float = 0.05, fail_on_missing: bool = F
     new_rows: dict = {}
     for r in new_r.rows:  # every new row counts: a failing one is not hidden by a passing one of the same key
         new_rows.setdefault(row_key(r), []).append(r)
-    base_rows = {row_key(r): r for r in base_r.rows}
+    base_rows = _unique_rows(base_r.rows)
     deltas = []
     for key, base in base_rows.items():
         rows = new_rows.get(key)

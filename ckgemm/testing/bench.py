@@ -24,6 +24,7 @@ number).
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 import operator
 import time
@@ -125,17 +126,6 @@ class BenchResult:
     __hash__ = None  # equal to a float, so not hashable (like a mutable float would be)
 
 
-def _clone_tree(obj):
-    if isinstance(obj, torch.Tensor):
-        copy = torch.empty_strided(obj.size(), obj.stride(), dtype=obj.dtype, device=obj.device)
-        return copy.copy_(obj)
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_clone_tree(x) for x in obj)
-    if isinstance(obj, dict):
-        return {k: _clone_tree(v) for k, v in obj.items()}
-    return obj
-
-
 def _tree_bytes(obj) -> int:
     if isinstance(obj, torch.Tensor):
         return obj.untyped_storage().nbytes()
@@ -147,14 +137,17 @@ def _tree_bytes(obj) -> int:
 
 
 def rotating_copies(args: tuple, *, device=None, budget_bytes: int | None = None, max_copies: int = 64) -> list[tuple]:
-    """Copies of an argument tuple (tensors cloned with their strides) whose total size exceeds the cold
-    budget (default ``device_info.flush_bytes``), so cycling through them reads inputs from memory, not
-    cache. The original comes first. Graph-compatible, unlike a memset between replays."""
+    """Copies of an argument tuple whose total size exceeds the cold budget (default
+    ``device_info.flush_bytes``), so cycling through them reads inputs from memory, not cache. The original
+    comes first. Each copy is ``copy.deepcopy``'s, as aiter's ``perftest`` makes them: tensors keep their
+    sizes, strides (an expanded one included), storage offsets and aliasing, and any argument type copies by
+    its own protocol (named tuples, the casts' ``(x_q, scale)`` pairs, dataclasses). Graph-compatible,
+    unlike a memset between replays."""
     device = device if device is not None else device_info.default_device()
     budget = budget_bytes if budget_bytes is not None else device_info.flush_bytes(device)
     per_copy = max(_tree_bytes(args), 1)
     count = min(max_copies, max(1, math.ceil(budget / per_copy) + 1))
-    return [args] + [_clone_tree(args) for _ in range(count - 1)]
+    return [args] + [copy.deepcopy(args) for _ in range(count - 1)]
 
 
 def capture_graph(call):
