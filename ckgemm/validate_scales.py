@@ -148,6 +148,10 @@ def _torch_style(op, group, suffix, sa, sb, expected: dict, recipes) -> None:
         if len(row_shape) == 1 and _torch_row(s, row_shape[0]) and other == "row" and tuple(s.shape) != block_shape:  # a [M, 1] block scale (K <= 128) is not torch-style
             fail(op, group, name + suffix, s, f"{mix}; for the row recipe this one takes shape {row_shape} = "
                  f"{row_meaning}{_ROW_HINT}", Rule.SCALE_RECIPE)
+        if len(row_shape) == 2 and other == "row" and tuple(s.shape) == row_shape[1:] != expected["tensor"][i][0]:
+            fail(op, group, name + suffix, s, f"{mix}; for the row recipe this one takes shape {row_shape} = "
+                 f"{row_meaning}: a 1-D scale of {row_shape[1]} values is one expert's, so stack one per expert",
+                 Rule.SCALE_RECIPE)  # packed row scale_b given as [N] (an [N] equal to [G] stays tensor-wise)
         tensor_shape = expected["tensor"][i][0]
         if tuple(s.shape) == (1,) and tensor_shape == () and other == "tensor":
             fail(op, group, name + suffix, s, f"{mix}; for the tensor recipe this one takes shape (){_TENSOR_HINT}",
