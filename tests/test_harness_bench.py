@@ -84,6 +84,10 @@ def test_rotating_copies_copy_any_argument_as_deepcopy_does():
         assert c[1].y.data_ptr() != wide.data_ptr()
         c[2][1, 0] = 123.0  # the copied view still aliases the copied base, at the same offset
         assert c[3][0, 0] == 123.0 and c[3].storage_offset() == view.storage_offset() and base[1, 0] != 123.0
+    budget = 100 * base.untyped_storage().nbytes()  # a view of base adds no bytes to a copy: as many copies
+    assert len(rotating_copies((base, view), device="cpu", budget_bytes=budget)) == \
+        len(rotating_copies((base,), device="cpu", budget_bytes=budget)) == 64
+    assert len(rotating_copies((base, base.clone()), device="cpu", budget_bytes=budget)) == 51
     out, us = run_perftest(lambda p: quant.dequant(p).sum(), pair, num_iters=4, num_rotate_args=2)
     assert torch.equal(out, quant.dequant(pair).sum()) and us > 0
 

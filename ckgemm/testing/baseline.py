@@ -118,7 +118,7 @@ def _unique_rows(rows: list[dict]) -> dict:
     repeated = {key: len(group) for key, group in by_key.items() if len(group) > 1}
     if repeated:
         key, count = next(iter(repeated.items()))
-        raise ValueError(f"compare: the baseline has {count} rows of key {'/'.join(key)} ({len(repeated)} key(s) "
+        raise ValueError(f"the baseline has {count} rows of key {'/'.join(key)} ({len(repeated)} key(s) "
                          f"repeated); rows are matched on ({', '.join(KEY_FIELDS)}), so put what tells them apart "
                          "(sizes, recipe) in shape or config")
     return {key: group[0] for key, group in by_key.items()}

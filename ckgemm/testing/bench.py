@@ -126,14 +126,19 @@ class BenchResult:
     __hash__ = None  # equal to a float, so not hashable (like a mutable float would be)
 
 
-def _tree_bytes(obj) -> int:
+def _storages(obj, found: dict) -> dict:
+    """{(device, address): bytes} of the storages under ``obj``: one entry for tensors that alias (a copy by
+    ``copy.deepcopy`` keeps them aliased, so a shared storage is one copy's bytes once)."""
     if isinstance(obj, torch.Tensor):
-        return obj.untyped_storage().nbytes()
-    if isinstance(obj, (list, tuple)):
-        return sum(_tree_bytes(x) for x in obj)
-    if isinstance(obj, dict):
-        return sum(_tree_bytes(v) for v in obj.values())
-    return 0
+        storage = obj.untyped_storage()
+        found[(str(obj.device), storage.data_ptr())] = storage.nbytes()
+    elif isinstance(obj, (list, tuple)):
+        for x in obj:
+            _storages(x, found)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            _storages(v, found)
+    return found
 
 
 def rotating_copies(args: tuple, *, device=None, budget_bytes: int | None = None, max_copies: int = 64) -> list[tuple]:
@@ -145,7 +150,7 @@ def rotating_copies(args: tuple, *, device=None, budget_bytes: int | None = None
     unlike a memset between replays."""
     device = device if device is not None else device_info.default_device()
     budget = budget_bytes if budget_bytes is not None else device_info.flush_bytes(device)
-    per_copy = max(_tree_bytes(args), 1)
+    per_copy = max(sum(_storages(args, {}).values()), 1)
     count = min(max_copies, max(1, math.ceil(budget / per_copy) + 1))
     return [args] + [copy.deepcopy(args) for _ in range(count - 1)]
 
