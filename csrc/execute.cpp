@@ -27,8 +27,8 @@ thread_local LastReport g_last;
 std::atomic<int64_t> g_num_sms{0};
 
 [[noreturn]] void reject(const Verdict& v) {
-  TORCH_CHECK(false, message("[ckgemm-rejected rule=", static_cast<int>(v.rule), " group=", v.group,
-                             "] the native validator rejected this call"));
+  CKGEMM_CHECK(false, "[ckgemm-rejected rule=", static_cast<int>(v.rule), " group=", v.group,
+               "] the native validator rejected this call");
 }
 
 Family family_of(const at::Tensor& t) {
@@ -59,7 +59,7 @@ void record(int op, const CallFacts& facts, std::vector<int32_t> routes) {
 
 void check_device(DType dtype) {
   const std::string why = device_rejects(dtype);
-  TORCH_CHECK(why.empty(), message("[ckgemm-unsupported] ", backend_name(), ": ", why));
+  CKGEMM_CHECK(why.empty(), "[ckgemm-unsupported] ", backend_name(), ": ", why);
 }
 
 // Group sizes of a packed call held on the CPU, as int64.
@@ -100,7 +100,7 @@ void run_packed_on_device(const at::Tensor& a, const at::Tensor& b, const at::Te
   }
   const GroupDesc envelope = packed_envelope(p);
   const Route r = route_packed(kind, p);
-  TORCH_CHECK(r.ok(), message("[ckgemm-unsupported] ", backend_name(), ": ", r.why));
+  CKGEMM_CHECK(r.ok(), "[ckgemm-unsupported] ", backend_name(), ": ", r.why);
   const int32_t flags = route_flags(r.code);
   const GroupDesc moved = work.apply_copies(r, envelope, a, b, out, sb, groups);
   p.a = moved.a, p.b = moved.b, p.c = moved.c, p.k = moved.k, p.n = moved.n;
@@ -112,7 +112,7 @@ void run_packed_on_device(const at::Tensor& a, const at::Tensor& b, const at::Te
   const Status st = run_packed(route_instance(r.code), p,
                                work.scratch(packed_buffer_bytes(route_instance(r.code), p, work.sms)),
                                work.stream, work.sms, &report);
-  TORCH_CHECK(st == Status::Ok, message("ckgemm (", backend_name(), "): ", status_string(st), ": ", report.message));
+  CKGEMM_CHECK(st == Status::Ok, "ckgemm (", backend_name(), "): ", status_string(st), ": ", report.message);
   work.finish_staged();
   routes->assign(groups, r.code | (expanded ? route_code(0, 0, kExpandScales) : 0));
 }
@@ -260,9 +260,9 @@ at::Tensor transpose_b_meta(const at::Tensor& b) {
 }
 
 at::Tensor transpose_b(const at::Tensor& b) {
-  TORCH_CHECK(b.is_cuda() && b.dim() >= 2 && b.dim() <= 3 && (b.size(-1) <= 1 || b.stride(-1) == 1),
-              message("ckgemm::transpose_b: b must be a 2-D or 3-D GPU tensor with innermost stride 1, got ",
-                      dims(b.sizes()), " stride ", dims(b.strides())));
+  CKGEMM_CHECK(b.is_cuda() && b.dim() >= 2 && b.dim() <= 3 && (b.size(-1) <= 1 || b.stride(-1) == 1),
+               "ckgemm::transpose_b: b must be a 2-D or 3-D GPU tensor with innermost stride 1, got ", dims(b.sizes()),
+               " stride ", dims(b.strides()));
   c10::cuda::CUDAGuard guard(b.device());
   std::vector<int64_t> shape(b.sizes().begin(), b.sizes().end());
   std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
@@ -279,7 +279,7 @@ at::Tensor transpose_b(const at::Tensor& b) {
 }
 
 void set_num_sms(int64_t n) {
-  TORCH_CHECK(n >= 0, message("ckgemm.set_num_sms: n must be >= 0 (0: every SM), got ", n));
+  CKGEMM_CHECK(n >= 0, "ckgemm.set_num_sms: n must be >= 0 (0: every SM), got ", n);
   g_num_sms.store(n, std::memory_order_relaxed);
 }
 

@@ -36,7 +36,7 @@ struct Work {
   std::vector<std::pair<at::Tensor, at::Tensor>> staged;  // (caller's output, the kernel's [:, :n] view)
 
   void check(int error, const char* what) {
-    TORCH_CHECK(error == 0, message("ckgemm (", backend_name(), "): ", what, ": ", launch_error_string(error)));
+    CKGEMM_CHECK(error == 0, "ckgemm (", backend_name(), "): ", what, ": ", launch_error_string(error));
   }
 
   void zero_fill(const at::Tensor& c, int64_t m, int64_t n) {
@@ -149,7 +149,7 @@ inline std::vector<int32_t> run_list_groups(ListGroups& groups, const CallFacts&
     const GroupDesc d{a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n, k, leading_dim(a), leading_dim(b), leading_dim(c),
                       sa.defined() ? sa.data_ptr<float>() : nullptr, sb.defined() ? sb.data_ptr<float>() : nullptr};
     const Route r = route_group(kind, d, m, with_work, rejects);
-    TORCH_CHECK(r.ok(), message("[ckgemm-unsupported] ", backend_name(), " group ", g, ": ", r.why));
+    CKGEMM_CHECK(r.ok(), "[ckgemm-unsupported] ", backend_name(), " group ", g, ": ", r.why);
     routes[g] = r.code | expand;
     per_instance[route_instance(r.code)].push_back(work.apply_copies(r, d, a, b, c, sb, 0));
   }
@@ -159,10 +159,9 @@ inline std::vector<int32_t> run_list_groups(ListGroups& groups, const CallFacts&
     RunReport report{0, -1, {0}};
     const Status st = run_list(id, descs.data(), n, work.scratch(list_buffer_bytes(id, n, work.sms)), work.stream,
                                work.sms, &report);
-    TORCH_CHECK(st == Status::Ok, message("ckgemm (", backend_name(), "): ", status_string(st),
-                                          report.group >= 0 ? " at routed group " + std::to_string(report.group)
-                                                            : std::string(),
-                                          ": ", report.message));
+    CKGEMM_CHECK(st == Status::Ok, "ckgemm (", backend_name(), "): ", status_string(st),
+                 report.group >= 0 ? " at routed group " + std::to_string(report.group) : std::string(), ": ",
+                 report.message);
   }
   work.finish_staged();
   return routes;

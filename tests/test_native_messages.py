@@ -1,7 +1,8 @@
 """The native code builds its error messages without iostreams (csrc/common/message.h says why: on an H100
 host whose compiler's libstdc++ was newer than the runtime one, c10::str's stream crashed every rejected
-call). Checked on the sources, so CI catches a TORCH_CHECK that formats through a stream again, and the
-helper itself compiled with g++."""
+call). Checked on the sources, so CI catches a check that formats through a stream again, and the helper
+compiled with g++: what it joins, what it refuses to compile, and that CKGEMM_CHECK hands TORCH_CHECK one C
+string."""
 from __future__ import annotations
 
 import re
@@ -12,27 +13,54 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+COMMON = ROOT / "csrc" / "common"
 SOURCES = sorted(p for p in (ROOT / "csrc").rglob("*") if p.suffix in {".cpp", ".cu", ".cuh", ".h", ".hip", ".hpp"})
-CHECK = re.compile(r"\b(TORCH_CHECK(?:_[A-Z]+)?)\s*\(")
-STRING = re.compile(r'^"(?:[^"\\]|\\.)*"$')
+TORCH_MACRO = re.compile(r"\b(TORCH_CHECK\w*|TORCH_INTERNAL_ASSERT\w*|TORCH_WARN\w*|AT_ERROR)\s*\(")
+LITERALS = re.compile(r'^(?:"(?:[^"\\]|\\.)*"\s*)+$')  # one string literal, or adjacent ones
+STREAMS = ("<sstream>", "<iostream>", "stringstream", "std::ostream", "std::cout", "std::cerr", "c10::str(")
 
 
-def _arguments(text: str, start: int) -> list[str]:
-    """The top-level comma-separated arguments of the call whose '(' is at ``start``."""
-    depth, args, current, i, quote = 0, [], [], start, None
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            current.append(ch)
-            if ch == "\\":
-                current.append(text[i + 1])
-                i += 1
-            elif ch == quote:
-                quote = None
-        elif ch in "\"'":
-            quote = ch
-            current.append(ch)
-        elif ch in "([{":
+def _code(text: str) -> str:
+    """``text`` with its comments blanked (newlines kept, so line numbers hold); string and character literals
+    are kept as they are."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        two = text[i:i + 2]
+        if two == "//":
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif two == "/*":
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        elif text[i] == '"' or (text[i] == "'" and not (i and text[i - 1].isalnum())):  # 1'000 is no literal
+            quote, j = text[i], i + 1
+            while j < n and text[j] != quote:
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i:j + 1])
+            i = j + 1
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def _arguments(code: str, start: int) -> list[str]:
+    """The top-level comma-separated arguments of the call whose '(' is at ``start`` (comments blanked)."""
+    depth, args, current, i = 0, [], [], start
+    while i < len(code):
+        ch = code[i]
+        if ch == '"' or (ch == "'" and not code[i - 1].isalnum()):
+            j = i + 1
+            while code[j] != ch:
+                j += 2 if code[j] == "\\" else 1
+            current.append(code[i:j + 1])
+            i = j + 1
+            continue
+        if ch in "([{":
             depth += 1
             if depth > 1:
                 current.append(ch)
@@ -51,67 +79,96 @@ def _arguments(text: str, start: int) -> list[str]:
     raise AssertionError(f"unbalanced call at offset {start}")
 
 
-def _checks():
+def _calls(pattern):
     for path in SOURCES:
-        text = path.read_text()
-        for match in CHECK.finditer(text):
-            line_start = text.rfind("\n", 0, match.start()) + 1
-            if "//" in text[line_start:match.start()] or text[: match.start()].rstrip().endswith("#define"):
-                continue  # a comment or a macro's own definition
-            line = text.count("\n", 0, match.start()) + 1
-            yield f"{path.relative_to(ROOT)}:{line}", match.group(1), _arguments(text, match.end() - 1)
+        code = _code(path.read_text())
+        for match in pattern.finditer(code):
+            line_start = code.rfind("\n", 0, match.start()) + 1
+            if code[line_start:match.start()].lstrip().startswith("#define"):
+                continue  # a macro's definition (CKGEMM_CHECK's own, in message.h)
+            line = code.count("\n", 0, match.start()) + 1
+            yield f"{path.relative_to(ROOT)}:{line}", match.group(1), _arguments(code, match.end() - 1)
 
 
-def test_the_sources_have_torch_checks_to_look_at():
-    found = list(_checks())
-    assert len(found) >= 10, found  # the scan finds the checks it is meant to police
+def test_the_scan_finds_the_checks_it_polices():
+    assert len(list(_calls(TORCH_MACRO))) >= 4
+    assert len(list(_calls(re.compile(r"\b(CKGEMM_CHECK)\s*\(")))) >= 10
 
 
-@pytest.mark.parametrize("where,macro,args", list(_checks()), ids=lambda x: x if isinstance(x, str) else None)
-def test_every_check_passes_one_message_built_without_a_stream(where, macro, args):
-    assert len(args) <= 2, f"{where}: {macro} with {len(args) - 1} message arguments formats through a stream; " \
-                           "join them with ckgemm::message(...) (csrc/common/message.h)"
-    if len(args) == 2:
-        message = args[1]
-        assert STRING.match(message) or message.startswith("message("), \
-            f"{where}: {macro}'s message {message!r} is neither a string literal nor message(...)"
+@pytest.mark.parametrize("where,macro,args", list(_calls(TORCH_MACRO)), ids=lambda x: x if isinstance(x, str) else None)
+def test_torch_checks_carry_only_literal_messages(where, macro, args):
+    messages = args[1:] if macro.startswith(("TORCH_CHECK", "TORCH_INTERNAL_ASSERT")) else args
+    assert len(messages) <= 1 and all(LITERALS.match(m) for m in messages), \
+        f"{where}: {macro}({', '.join(args)}) formats its message through a stream; use CKGEMM_CHECK " \
+        "(csrc/common/message.h) for a message of several parts"
 
 
 def test_no_native_source_uses_a_stream():
     for path in SOURCES:
-        text = path.read_text()
-        for banned in ("<sstream>", "<iostream>", "ostringstream", "std::cout", "std::cerr", "c10::str("):
-            assert banned not in text or path.name == "message.h", f"{path.relative_to(ROOT)} uses {banned}"
+        code = _code(path.read_text())
+        for banned in STREAMS:
+            assert banned not in code, f"{path.relative_to(ROOT)} uses {banned}"
 
 
-def test_the_argument_scanner_splits_at_top_level_commas_only():
-    text = 'TORCH_CHECK(a(b, c), message("x, y", f(1, 2)), "z")'
-    assert _arguments(text, text.index("(")) == ["a(b, c)", 'message("x, y", f(1, 2))', '"z"']
+def test_the_scanner_keeps_literals_and_drops_comments():
+    text = 'TORCH_CHECK(a(b, c), "x, (y", \'(\', 1\'000) // TORCH_CHECK(d, e, f)\n/* g, h */ TORCH_CHECK(i, "j" "k")'
+    code = _code(text)
+    assert "TORCH_CHECK(d" not in code and "g, h" not in code and code.count("\n") == 1
+    assert _arguments(code, code.index("(")) == ["a(b, c)", '"x, (y"', "'('", "1'000"]
+    second = [m for m in TORCH_MACRO.finditer(code)][1]
+    assert _arguments(code, second.end() - 1) == ["i", '"j" "k"']
+    assert LITERALS.match('"j" "k"') and not LITERALS.match('"j", k') and not LITERALS.match("message(x)")
 
 
 PROGRAM = r"""
 #include <cstdint>
 #include <cstdio>
+#include <type_traits>
 #include <vector>
+#define TORCH_CHECK(cond, msg)                                        \
+  do {                                                                \
+    static_assert(std::is_same_v<decltype(msg), const char*>, "C string"); \
+    if (!(cond)) std::puts(msg);                                      \
+  } while (0)
 #include "message.h"
 struct Report { char message[16]; };
 int main() {
   Report r{"boom"};
   const char* what = "launch";
+  const char* none = nullptr;
   std::string s = "why";
   std::puts(ckgemm::message("[rule=", 3, " group=", -1L, "] ", what, ": ", s, ": ", r.message, " ",
-                            int64_t(1) << 40).c_str());
-  std::vector<long> sizes{2, 3}, none;
-  std::puts((ckgemm::dims(sizes) + ckgemm::dims(none)).c_str());
+                            int64_t(1) << 40, " ", size_t(7), none).c_str());
+  std::vector<long> sizes{2, 3}, empty;
+  std::puts((ckgemm::dims(sizes) + ckgemm::dims(empty)).c_str());
+  int evaluated = 0;
+  CKGEMM_CHECK(true, "never ", ++evaluated);
+  CKGEMM_CHECK(1 + 1 == 3, "n must be >= 0, got ", -5, " (", evaluated, " evaluated)");
 }
 """
 
 
-@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
-def test_message_joins_strings_and_numbers(tmp_path):
+def _compile(tmp_path, program: str):
     src, exe = tmp_path / "m.cpp", tmp_path / "m"
-    src.write_text(PROGRAM)
-    subprocess.run(["g++", "-std=c++17", "-Wall", "-Werror", "-I", str(ROOT / "csrc" / "common"), str(src), "-o",
-                    str(exe)], check=True)
+    src.write_text(program)
+    proc = subprocess.run(["g++", "-std=c++17", "-Wall", "-Werror", "-I", str(COMMON), str(src), "-o", str(exe)],
+                          capture_output=True, text=True)
+    return proc, exe
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_message_joins_strings_and_integers_and_the_check_passes_a_c_string(tmp_path):
+    proc, exe = _compile(tmp_path, PROGRAM)
+    assert proc.returncode == 0, proc.stderr
     out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
-    assert out == "[rule=3 group=-1] launch: why: boom 1099511627776\n[2, 3][]\n"
+    assert out.splitlines() == ["[rule=3 group=-1] launch: why: boom 1099511627776 7(null)", "[2, 3][]",
+                                "n must be >= 0, got -5 (0 evaluated)"]
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+@pytest.mark.parametrize("argument", ["'x'", "true", "0.5", "Plain::kA"])
+def test_message_refuses_what_would_print_as_something_else(tmp_path, argument):
+    program = ('#include "message.h"\nenum Plain { kA };\n'
+               f'int main() {{ return static_cast<int>(ckgemm::message("got ", {argument}).size()); }}\n')
+    proc, _ = _compile(tmp_path, program)
+    assert proc.returncode != 0 and "message():" in proc.stderr, proc.stderr[-2000:]

@@ -1,27 +1,42 @@
-// Error messages built without iostreams. A TORCH_CHECK with several message arguments formats through c10::str's
-// std::ostringstream, whose numeric inserters this extension may carry its own copies of: a compiler whose
-// libstdc++ headers are newer than the runtime library emits them, and a link with -Bsymbolic-functions (the
-// LDSHARED of Debian's and Ubuntu's Python) binds the extension to those copies, which then read the runtime
-// library's locale facets. On an H100 host building with /opt/gcc that crashed every rejected call (2026-12-05,
-// docs/PERF_2026-12-05c.md). So every message of the native code is one std::string, built here with
-// std::to_string, which TORCH_CHECK passes through without a stream.
+// Error messages built without iostreams, and CKGEMM_CHECK, the native code's one way to raise a composed one.
+//
+// Why: TORCH_CHECK(cond, a, b, ...) formats through c10::str, an std::ostringstream instantiated in the calling
+// translation unit; so does a single std::string message (c10's string shortcut never matches it). Only a
+// single C string skips the stream. An extension compiled with libstdc++ headers newer than the runtime library,
+// and linked with -Bsymbolic-functions (the LDSHARED of Debian's and Ubuntu's Python), keeps and binds its own
+// copies of ostream's inserters, which then read the runtime library's locale facets. On an H100 host building
+// with /opt/gcc that crashed every rejected call in std::ostream::_M_insert<long> (2026-12-05,
+// docs/PERF_2026-12-05c.md). So every message is joined here with std::to_string and handed to TORCH_CHECK as a
+// C string. Torch's own inline code still formats numbers on some of its error paths (a bad device index in a
+// CUDAGuard, say); those are torch's and are not reached by a call the validator accepted.
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 namespace ckgemm {
 
 inline void append_to(std::string&) {}
 
+// Strings (std::string, C strings, char arrays) and integers only: a char, a bool, a plain enum or a floating
+// point value would print as something else than it reads, so they do not compile.
 template <class T, class... Rest>
 void append_to(std::string& s, const T& x, const Rest&... rest) {
-  if constexpr (std::is_arithmetic_v<T>) s += std::to_string(x);
-  else s += x;
+  static_assert(!std::is_same_v<T, char> && !std::is_same_v<T, bool>, "message(): cast a char or bool to a string");
+  if constexpr (std::is_integral_v<T>) {
+    s += std::to_string(x);
+  } else if constexpr (std::is_convertible_v<const T&, const char*>) {
+    const char* p = x;
+    s += p != nullptr ? p : "(null)";
+  } else {
+    static_assert(std::is_convertible_v<const T&, std::string_view>, "message(): strings and integers only");
+    s += std::string_view(x);
+  }
   append_to(s, rest...);
 }
 
-// The arguments (strings, C strings, integers) joined into one string.
+// The arguments joined into one string.
 template <class... Args>
 std::string message(const Args&... args) {
   std::string s;
@@ -38,3 +53,7 @@ std::string dims(const Seq& values) {
 }
 
 }  // namespace ckgemm
+
+// TORCH_CHECK with a message of several parts, passed on as one C string (see above). The parts are evaluated only
+// when the check fails, and the joined string lives until the exception has copied it.
+#define CKGEMM_CHECK(cond, ...) TORCH_CHECK(cond, ::ckgemm::message(__VA_ARGS__).c_str())

@@ -28,7 +28,7 @@ void launch_for_ref(const at::Tensor& out, const at::Tensor& ref, double rtol, d
     case at::kBFloat16: return verify::launch_verify_stats(typed<TOut>(out), typed<verify::BFloat16>(ref), n, rtol, atol, scratch, stats, grid, stream);
     case at::kInt: return verify::launch_verify_stats(typed<TOut>(out), typed<int32_t>(ref), n, rtol, atol, scratch, stats, grid, stream);
     case at::kLong: return verify::launch_verify_stats(typed<TOut>(out), typed<int64_t>(ref), n, rtol, atol, scratch, stats, grid, stream);
-    default: TORCH_CHECK(false, message("ckgemm::verify_stats: unsupported ref dtype ", c10::toString(ref.scalar_type())));
+    default: CKGEMM_CHECK(false, "ckgemm::verify_stats: unsupported ref dtype ", c10::toString(ref.scalar_type()));
   }
 }
 
@@ -36,7 +36,7 @@ void launch_for_ref(const at::Tensor& out, const at::Tensor& ref, double rtol, d
 
 at::Tensor verify_stats(const at::Tensor& out, const at::Tensor& ref, double rtol, double atol) {
   TORCH_CHECK(out.is_cuda() && ref.device() == out.device(), "ckgemm::verify_stats: tensors must be on one GPU");
-  TORCH_CHECK(out.sizes() == ref.sizes(), message("ckgemm::verify_stats: shapes differ: ", dims(out.sizes()), " vs ", dims(ref.sizes())));
+  CKGEMM_CHECK(out.sizes() == ref.sizes(), "ckgemm::verify_stats: shapes differ: ", dims(out.sizes()), " vs ", dims(ref.sizes()));
   TORCH_CHECK(out.is_contiguous() && ref.is_contiguous(), "ckgemm::verify_stats: tensors must be contiguous");
   c10::cuda::CUDAGuard guard(out.device());
   int sms = 0;
@@ -54,7 +54,7 @@ at::Tensor verify_stats(const at::Tensor& out, const at::Tensor& ref, double rto
     case at::kBFloat16: launch_for_ref<verify::BFloat16>(out, ref, rtol, atol, res, st, grid, stream); break;
     case at::kInt: launch_for_ref<int32_t>(out, ref, rtol, atol, res, st, grid, stream); break;
     case at::kLong: launch_for_ref<int64_t>(out, ref, rtol, atol, res, st, grid, stream); break;
-    default: TORCH_CHECK(false, message("ckgemm::verify_stats: unsupported out dtype ", c10::toString(out.scalar_type())));
+    default: CKGEMM_CHECK(false, "ckgemm::verify_stats: unsupported out dtype ", c10::toString(out.scalar_type()));
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return stats;
