@@ -12,7 +12,8 @@ layout the weights were packed from. Weights packed with ``scales`` supply ``sca
 too is refused: given twice); weights packed without take ``scale_b`` at the call. Weights packed
 from one [G, ., .] tensor serve the list forms too (one view per expert, their scales alike); weights
 packed from a list serve the list forms only. Scales are checked against the recipes when packed (and
-again by each call, with the activations' scales).
+again by each call, with the activations' scales), and stored contiguous: ``prepack`` takes strided
+scales (a slice of a larger table, say) and copies them, where a call given them directly refuses them.
 """
 from __future__ import annotations
 
