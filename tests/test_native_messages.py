@@ -20,12 +20,25 @@ LITERALS = re.compile(r'^(?:"(?:[^"\\]|\\.)*"\s*)+$')  # one string literal, or 
 STREAMS = ("<sstream>", "<iostream>", "stringstream", "std::ostream", "std::cout", "std::cerr", "c10::str(")
 
 
+def _literal_end(text: str, i: int) -> int | None:
+    """The index just past the string or character literal that opens at ``i``, or None where none opens
+    (a ' after a digit or letter is a digit separator, as in 1'000)."""
+    quote = text[i]
+    if quote != '"' and (quote != "'" or (i and text[i - 1].isalnum())):
+        return None
+    j = i + 1
+    while j < len(text) and text[j] != quote:
+        j += 2 if text[j] == "\\" else 1
+    return j + 1
+
+
 def _code(text: str) -> str:
     """``text`` with its comments blanked (newlines kept, so line numbers hold); string and character literals
     are kept as they are."""
     out, i, n = [], 0, len(text)
     while i < n:
         two = text[i:i + 2]
+        end = _literal_end(text, i)
         if two == "//":
             j = text.find("\n", i)
             j = n if j < 0 else j
@@ -36,12 +49,9 @@ def _code(text: str) -> str:
             j = n if j < 0 else j + 2
             out.append(re.sub(r"[^\n]", " ", text[i:j]))
             i = j
-        elif text[i] == '"' or (text[i] == "'" and not (i and text[i - 1].isalnum())):  # 1'000 is no literal
-            quote, j = text[i], i + 1
-            while j < n and text[j] != quote:
-                j += 2 if text[j] == "\\" else 1
-            out.append(text[i:j + 1])
-            i = j + 1
+        elif end is not None:
+            out.append(text[i:end])
+            i = end
         else:
             out.append(text[i])
             i += 1
@@ -52,13 +62,10 @@ def _arguments(code: str, start: int) -> list[str]:
     """The top-level comma-separated arguments of the call whose '(' is at ``start`` (comments blanked)."""
     depth, args, current, i = 0, [], [], start
     while i < len(code):
-        ch = code[i]
-        if ch == '"' or (ch == "'" and not code[i - 1].isalnum()):
-            j = i + 1
-            while code[j] != ch:
-                j += 2 if code[j] == "\\" else 1
-            current.append(code[i:j + 1])
-            i = j + 1
+        ch, end = code[i], _literal_end(code, i)
+        if end is not None:  # a literal's commas and parentheses are its own
+            current.append(code[i:end])
+            i = end
             continue
         if ch in "([{":
             depth += 1
