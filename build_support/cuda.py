@@ -13,7 +13,7 @@ import re
 import shutil
 from pathlib import Path
 
-from . import GENERATED, SHARED_SOURCES, build_info_header, compiler_version, find_headers, source_commit
+from . import GENERATED, SHARED_SOURCES, build_info_header, compiler_version, find_headers, source_commit, toolchain
 
 ROOT = Path(__file__).resolve().parents[1]
 CUDA_DIR = ROOT / "csrc" / "cuda"
@@ -135,11 +135,13 @@ def extension(mode: str):
     sources = NATIVE_SOURCES + instance_sources(dtypes)
     import torch
 
-    build_info_header(build_info(Path(include_dirs[0]), dtypes, torch.version.cuda))
+    link_args, link_record = toolchain.libstdcxx_link()
+    build_info_header({**build_info(Path(include_dirs[0]), dtypes, torch.version.cuda), **link_record})
     ext = CUDAExtension(
         name="ckgemm._C",
         sources=sources,
         include_dirs=[str(ROOT / "csrc"), str(GENERATED)] + include_dirs,
         extra_compile_args={"cxx": cxx_flags(dtypes), "nvcc": nvcc_flags(dtypes)},
+        extra_link_args=link_args,
     )
     return [ext], {"build_ext": BuildExtension.with_options(use_ninja=True)}

@@ -21,7 +21,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import GENERATED, SHARED_SOURCES, build_info_header, ck_fetch, compiler_version, find_headers, source_commit
+from . import (GENERATED, SHARED_SOURCES, build_info_header, ck_fetch, compiler_version, find_headers, source_commit,
+               toolchain)
 from .ck_tree import ck_generation, find_ck
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -176,7 +177,8 @@ def extension(mode: str):
     os.environ["MAX_JOBS"] = str(max_jobs())  # read by torch's ninja build
 
     sources = extension_sources(dtypes)
-    info = build_info(ck_include, archs, dtypes, torch.version.hip)
+    link_args, link_record = toolchain.libstdcxx_link()
+    info = {**build_info(ck_include, archs, dtypes, torch.version.hip), **link_record}
     macros = dtype_macros(dtypes) + [f"-DCKGEMM_ARCH_{a.upper()}=1" for a in archs]  # read by built_archs()
     build_info_header(info)
     hipcc = (CK_HIPCC_FLAGS + ck_compiler_flags(_hip_version(torch)) + macros + [f"-I{ck_include}"]
@@ -188,5 +190,6 @@ def extension(mode: str):
         sources=sources,
         include_dirs=[str(ROOT / "csrc"), str(GENERATED)],
         extra_compile_args={"cxx": ["-O3"] + macros, "nvcc": hipcc},
+        extra_link_args=link_args,
     )
     return [ext], {"build_ext": cpp_extension.BuildExtension.with_options(use_ninja=True)}

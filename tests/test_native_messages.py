@@ -1,5 +1,5 @@
 """The native code builds its error messages without iostreams (csrc/common/message.h says why: on an H100
-host whose compiler's libstdc++ was newer than the runtime one, c10::str's stream crashed every rejected
+host whose compiler linked libstdc++ statically into the extension, c10::str's stream crashed every rejected
 call). Checked on the sources, so CI catches a check that formats through a stream again, and the helper
 compiled with g++: what it joins, what it refuses to compile, and that CKGEMM_CHECK hands TORCH_CHECK one C
 string."""

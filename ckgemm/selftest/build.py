@@ -4,9 +4,9 @@ the GPU, the backend that runs there, the fp8 flavour, and what the build record
 What a build records comes from ``ckgemm._C.build_info()`` (a JSON string, or a dict), with these keys
 where they apply (docs/SELFTEST.md): ``backend``, ``archs``, ``dtypes``, ``compiler``, ``torch``,
 ``cuda``/``hip``, ``cutlass_version`` (CUDA), ``ck_generation``, ``ck_commit``, ``ck_source`` (ROCm),
-``ckgemm_commit``. A build without it is reported as recording nothing; the selftest never guesses
-the CK a binary was built from. The CK headers visible now (``CK_DIR``, else ``$ROCM_PATH/include``) are
-reported beside it, labelled as such.
+``ckgemm_commit``, ``cxx`` and ``cxx_probe`` (build_support/toolchain.py). A build without it is
+reported as recording nothing; the selftest never guesses the CK a binary was built from. The CK headers
+visible now (``CK_DIR``, else ``$ROCM_PATH/include``) are reported beside it, labelled as such.
 """
 from __future__ import annotations
 
@@ -154,12 +154,17 @@ def check_build_record() -> Check:
     dev = device()
     built = [a.strip() for a in str(info.get("archs", "")).replace(",", ";").split(";") if a.strip()]
     wrong_arch = native.built_kind() == "ck" and dev.type == "cuda" and built and arch(dev) not in built
-    if missing or wrong_arch:
+    # build_support/toolchain.py: the extension carries a libstdc++ of its own that formats numbers wrongly
+    bad_cxx = str(info.get("cxx_probe", "")).startswith(("crashed", "wrong"))
+    if missing or wrong_arch or bad_cxx:
         why = [f"no {', '.join(missing)} recorded"] if missing else []
         why += [f"built for {built}, the device is {arch(dev)}"] if wrong_arch else []
+        if bad_cxx:
+            why.append(f"its C++ compiler's probe library {info['cxx_probe']}: torch's own error messages inside "
+                       "the extension would crash or misprint; rebuild with a compiler that links the shared libstdc++")
         return Check("build_record", FAIL, "; ".join(why), details=details)
     facts = ", ".join(f"{k} {info[k]}" for k in ("backend", "archs", "ck_generation", "ck_commit", "cutlass_version",
-                                                  "compiler") if info.get(k))
+                                                  "compiler", "cxx_probe") if info.get(k))
     return Check("build_record", PASS, facts or "recorded", details=details)
 
 

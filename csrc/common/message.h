@@ -2,13 +2,15 @@
 //
 // Why: TORCH_CHECK(cond, a, b, ...) formats through c10::str, an std::ostringstream instantiated in the calling
 // translation unit; so does a single std::string message (c10's string shortcut never matches it). Only a
-// single C string skips the stream. An extension compiled with libstdc++ headers newer than the runtime library,
-// and linked with -Bsymbolic-functions (the LDSHARED of Debian's and Ubuntu's Python), keeps and binds its own
-// copies of ostream's inserters, which then read the runtime library's locale facets. On an H100 host building
-// with /opt/gcc that crashed every rejected call in std::ostream::_M_insert<long> (2026-12-05,
-// docs/PERF_2026-12-05c.md). So every message is joined here with std::to_string and handed to TORCH_CHECK as a
-// C string. Torch's own inline code still formats numbers on some of its error paths (a bad device index in a
-// CUDAGuard, say); those are torch's and are not reached by a call the validator accepted.
+// single C string skips the stream. An extension that carries its own libstdc++ (libstdc++.a linked in) does
+// not share the process's locale state, and the first number it streams goes wrong: on an H100 host whose
+// CXX=/opt/gcc/bin/g++ links that way, every rejected call crashed in std::ostream::_M_insert<long>
+// (2026-12-05, docs/PERF_2026-12-05c.md; cause found in docs/PERF_2026-12-05d.md). So every message is joined
+// here with std::to_string and handed to TORCH_CHECK as a C string. The build now also probes the compiler and
+// links the process's libstdc++.so.6 by name when it would not (build_support/toolchain.py); this file keeps
+// ckgemm's own error paths safe where that cure is unavailable. Torch's inline code still formats numbers on
+// some of its error paths (a bad device index in a CUDAGuard, say); a call the validator accepted does not
+// reach them.
 #pragma once
 
 #include <string>
