@@ -61,7 +61,8 @@ def link_flags() -> list[str]:
 
 
 def probe(cxx: str, extra: list[str], workdir: Path) -> tuple[str, str]:
-    """("ok" | "not built" | "crashed" | "wrong", detail) for the probe library linked with ``extra``."""
+    """("ok" | "crashed" | "wrong" | "not run", detail) for the probe library linked with ``extra``. "not run":
+    the compiler could not build it, or the runner failed before it could call it (no torch, say)."""
     source = workdir / "probe.cpp"
     source.write_text(SOURCE)
     lib = workdir / f"probe{len(list(workdir.glob('*.so')))}.so"
@@ -69,21 +70,22 @@ def probe(cxx: str, extra: list[str], workdir: Path) -> tuple[str, str]:
     try:
         built = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
     except (OSError, subprocess.SubprocessError) as exc:
-        return "not built", f"{cxx}: {exc}"
+        return "not run", f"{cxx}: {exc}"
     if built.returncode != 0:
         last = (built.stderr.strip().splitlines() or [f"exit {built.returncode}"])[-1]
-        return "not built", f"{shlex.join(command)}: {last}"
+        return "not run", f"{shlex.join(command)}: {last}"
     try:
         ran = subprocess.run([sys.executable, "-c", RUNNER, str(lib)], capture_output=True, text=True,
                              timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        return "wrong", f"no answer in {TIMEOUT_S} s"
+        return "not run", f"the probe's runner gave no answer in {TIMEOUT_S} s"
     if ran.returncode < 0:
         return "crashed", f"signal {-ran.returncode}"
-    if ran.returncode != 0 or ran.stdout.strip() != EXPECTED:
+    if ran.returncode != 0:
         tail = (ran.stderr.strip().splitlines() or [""])[-1]
-        return "wrong", f"'v=' << 7 came out {ran.stdout.strip() or 'no'} characters long, not {EXPECTED}" + (
-            f" (exit {ran.returncode}: {tail})" if ran.returncode else "")
+        return "not run", f"the probe's runner failed (exit {ran.returncode}: {tail})"
+    if ran.stdout.strip() != EXPECTED:
+        return "wrong", f"'v=' << 7 came out {ran.stdout.strip() or 'no'} characters long, not {EXPECTED}"
     return "ok", ""
 
 
@@ -92,7 +94,7 @@ def libstdcxx_link(cxx: str | None = None) -> tuple[list[str], dict]:
 
     ``cxx_probe`` is ``ok``, ``ok with <flag> (...)`` when the build adds that flag, ``crashed: ...`` or
     ``wrong: ...`` when nothing here cures it, or ``not run: ...`` when the compiler cannot build the probe
-    (the extension's own build then says why)."""
+    (the extension's own build then says why) or the probe cannot be called."""
     cxx = cxx or cxx_compiler()
     from . import compiler_version
 
@@ -101,7 +103,7 @@ def libstdcxx_link(cxx: str | None = None) -> tuple[list[str], dict]:
         outcome, detail = probe(cxx, [], Path(tmp))
         if outcome == "ok":
             return [], {**record, "cxx_probe": "ok"}
-        if outcome == "not built":
+        if outcome == "not run":
             return [], {**record, "cxx_probe": f"not run: {detail}"}
         cured, cure_detail = probe(cxx, [SHARED_LIBSTDCXX], Path(tmp))
     first = f"{outcome}: {detail}, linked as {cxx} links a shared library"

@@ -68,6 +68,15 @@ def test_a_crash_is_told_from_a_wrong_answer(tmp_path, monkeypatch):
     assert (outcome, detail) == ("crashed", "signal 11")
 
 
+@needs_cxx
+def test_a_runner_that_fails_before_the_call_is_not_run(tmp_path, monkeypatch):
+    """No torch in the build's Python, say: nothing is known about the compiler, so nothing is blamed on it."""
+    monkeypatch.setattr(toolchain, "RUNNER", "raise ImportError('no torch here')")
+    flags, record = toolchain.libstdcxx_link(CXX)
+    assert flags == [] and record["cxx_probe"].startswith("not run: the probe's runner failed (exit 1: ")
+    assert "no torch here" in record["cxx_probe"]
+
+
 def test_a_compiler_that_cannot_build_the_probe_is_not_run(tmp_path):
     flags, record = toolchain.libstdcxx_link(str(tmp_path / "no-such-g++"))
     assert flags == [] and record["cxx_probe"].startswith("not run: ") and "no-such-g++" in record["cxx_probe"]
