@@ -83,16 +83,18 @@ def source_commit() -> str:
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
-def compiler_version(command: str) -> str:
+def compiler_version(command: str | list[str]) -> str:
     """The first line of ``command --version`` that names a release (nvcc: "Cuda compilation tools, release
-    13.0, V13.0.88"; hipcc: "HIP version: ..."), or ``unknown``."""
+    13.0, V13.0.88"; hipcc: "HIP version: ..."), or ``unknown``. A list is a command of several words
+    (``["ccache", "g++"]``), named by its last."""
+    argv = [command] if isinstance(command, str) else list(command)
     try:
-        run = subprocess.run([command, "--version"], capture_output=True, text=True, timeout=60)
+        run = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     lines = [line.strip() for line in run.stdout.splitlines() if line.strip()]
     named = [line for line in lines if "release" in line or "version" in line.lower()]
-    return f"{os.path.basename(command)}: {(named or lines or ['unknown'])[0]}"
+    return f"{os.path.basename(argv[-1])}: {(named or lines or ['unknown'])[0]}"
 
 
 def build_info_header(info: dict, where: Path = GENERATED) -> Path:

@@ -1,22 +1,23 @@
-"""Does the host C++ compiler link an extension against the process's libstdc++? Probed before the long build.
+"""Does the host toolchain link an extension against the process's libstdc++? Probed before the long build.
 
 An extension must share the libstdc++ that torch's process already runs. One that carries its own copy
 (libstdc++.a linked in) does not share the process's locale state, and the first number it formats through a
 stream goes wrong: on a lent H100 host it crashed (SIGSEGV); on a Debian machine, linked with
-``-static-libstdc++``, the number came out empty. torch's multi-part
-``TORCH_CHECK`` messages format numbers that way, so such a build crashes on the error paths of torch's
-header code compiled into it; ckgemm's own messages do not stream (csrc/common/message.h).
+``-static-libstdc++``, the number came out empty. torch's multi-part ``TORCH_CHECK`` messages format numbers
+that way, so such a build crashes on the error paths of torch's header code compiled into it; ckgemm's own
+messages do not stream (csrc/common/message.h).
 
 Seen on that host (docs/PERF_2026-12-05d.md): ``CXX=/opt/gcc/bin/g++``, a wrapper script around g++ 13.3,
-linked libstdc++ into every shared library (its output named no ``libstdc++.so.6`` and defined ``std::locale``
-itself; the wrapper's ``-B`` directories are the likely reason, not checked); ``/usr/bin/g++``, the same
+linked libstdc++ into the libraries it built (they named no ``libstdc++.so.6`` and defined ``std::locale``
+themselves; the wrapper's ``-B`` directories are the likely reason, not checked); ``/usr/bin/g++``, the same
 release, did not.
 
-The probe builds a four-line library with the build's compiler and Python's shared-library link flags,
-loads it in a fresh process after torch, and formats an integer. When that goes wrong it tries again with
-the runtime's ``libstdc++.so.6`` named ahead of the compiler's own choice; the build links with that flag
-when it cures the probe. Either way the outcome goes into the build record (``cxx_probe``), which the
-selftest's ``build_record`` check reads (docs/SELFTEST.md).
+The probe is a four-line library, compiled as torch's build compiles (``CXX``, else ``c++``) and linked by
+setuptools' own C++ linker as the extension is (its ``CXX``, ``LDCXXSHARED``, ``LDFLAGS``...). A fresh Python
+imports torch, loads it and formats 7. When that crashes or prints the wrong length, the probe is linked again
+with the runtime's ``libstdc++.so.6`` named after the objects (ahead of the driver's own ``-lstdc++``); the
+extension is linked with that flag when it cures the probe. The outcome goes into the build record
+(``cxx_probe``), which the selftest's ``build_record`` check reads (docs/SELFTEST.md).
 """
 from __future__ import annotations
 
@@ -24,10 +25,13 @@ import os
 import shlex
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import warnings
 from pathlib import Path
+
+import setuptools  # noqa: F401  # first, so that ``distutils`` below is setuptools' own copy
+
+from . import compiler_version
 
 SOURCE = r"""
 #include <sstream>
@@ -38,81 +42,104 @@ extern "C" int ckgemm_probe(long value) {
   return static_cast<int>(s.str().size());
 }
 """
-# Prints what the library returned; "v=7" is 3 characters.
-RUNNER = "import ctypes, sys, torch\nprint(ctypes.CDLL(sys.argv[1]).ckgemm_probe(7))"
-EXPECTED = "3"
+# The answer is the line that starts with MARKER; the runner leaves by os._exit, so nothing torch does at
+# interpreter exit can turn a right answer into a crash.
+MARKER = "CKGEMM_PROBE="
+RUNNER = ("import ctypes, os, sys, torch\n"
+          "n = ctypes.CDLL(sys.argv[1]).ckgemm_probe(7)\n"
+          f"print('\\n{MARKER}' + str(n), flush=True)\n"
+          "os._exit(0)")
+EXPECTED = "3"  # len("v=7")
 SHARED_LIBSTDCXX = "-l:libstdc++.so.6"
 TIMEOUT_S = 300
 
 
-def cxx_compiler() -> str:
-    """The compiler torch's extension build compiles and links the C++ sources with."""
+def cxx_compiler() -> list[str]:
+    """The command torch's extension build compiles C++ with (``CXX``, else ``c++``), split into words."""
     try:
         from torch.utils.cpp_extension import get_cxx_compiler
     except ImportError:
-        return os.environ.get("CXX", "c++")
-    return get_cxx_compiler()
+        return shlex.split(os.environ.get("CXX", "c++"))
+    return shlex.split(get_cxx_compiler())
 
 
-def link_flags() -> list[str]:
-    """Python's shared-library link flags (what setuptools links an extension with), without its compiler."""
-    flags = shlex.split(sysconfig.get_config_var("LDSHARED") or "cc -shared")[1:]
-    return flags if "-shared" in flags else ["-shared", *flags]
+def setuptools_linker():
+    """setuptools' compiler object, configured from sysconfig and the environment as for the extension's link."""
+    from distutils.ccompiler import new_compiler
+    from distutils.sysconfig import customize_compiler
+
+    compiler = new_compiler()
+    customize_compiler(compiler)
+    return compiler
 
 
-def probe(cxx: str, extra: list[str], workdir: Path) -> tuple[str, str]:
-    """("ok" | "crashed" | "wrong" | "not run", detail) for the probe library linked with ``extra``. "not run":
-    the compiler could not build it, or the runner failed before it could call it (no torch, say)."""
-    source = workdir / "probe.cpp"
+def driver(command: list[str]) -> list[str]:
+    """The words of a compiler command before its first option (``ccache g++ -O2`` -> ``ccache g++``)."""
+    words = []
+    for word in command:
+        if word.startswith("-"):
+            break
+        words.append(word)
+    return words
+
+
+def probe(extra: list[str], workdir: Path) -> tuple[str, str]:
+    """("ok" | "crashed" | "wrong" | "not run", detail) for the probe library linked with ``extra`` after its
+    objects. "not run": it could not be compiled, linked or called (no torch in this Python, say)."""
+    from distutils.errors import CCompilerError, DistutilsError
+
+    source, obj = workdir / "probe.cpp", workdir / "probe.o"
     source.write_text(SOURCE)
     lib = workdir / f"probe{len(list(workdir.glob('*.so')))}.so"
-    command = [*shlex.split(cxx), "-O2", "-fPIC", str(source), "-o", str(lib), *link_flags(), *extra]
     try:
-        built = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return "not run", f"{cxx}: {exc}"
-    if built.returncode != 0:
-        last = (built.stderr.strip().splitlines() or [f"exit {built.returncode}"])[-1]
-        return "not run", f"{shlex.join(command)}: {last}"
-    try:
+        compile_ = [*cxx_compiler(), "-O2", "-fPIC", "-c", str(source), "-o", str(obj)]
+        built = subprocess.run(compile_, capture_output=True, text=True, timeout=TIMEOUT_S)
+        if built.returncode != 0:
+            last = (built.stderr.strip().splitlines() or [f"exit {built.returncode}"])[-1]
+            return "not run", f"{shlex.join(compile_)}: {last}"
+        setuptools_linker().link_shared_object([str(obj)], str(lib), target_lang="c++", extra_postargs=extra)
         ran = subprocess.run([sys.executable, "-c", RUNNER, str(lib)], capture_output=True, text=True,
                              timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return "not run", f"the probe's runner gave no answer in {TIMEOUT_S} s"
+    except (OSError, ValueError, subprocess.SubprocessError, CCompilerError, DistutilsError) as exc:
+        return "not run", str(exc)
+    answers = [line[len(MARKER):].strip() for line in ran.stdout.splitlines() if line.startswith(MARKER)]
+    if answers:
+        return ("ok", "") if answers[-1] == EXPECTED else (
+            "wrong", f"'v=' << 7 came out {answers[-1]} characters long, not {EXPECTED}")
     if ran.returncode < 0:
         return "crashed", f"signal {-ran.returncode}"
-    if ran.returncode != 0:
-        tail = (ran.stderr.strip().splitlines() or [""])[-1]
-        return "not run", f"the probe's runner failed (exit {ran.returncode}: {tail})"
-    if ran.stdout.strip() != EXPECTED:
-        return "wrong", f"'v=' << 7 came out {ran.stdout.strip() or 'no'} characters long, not {EXPECTED}"
-    return "ok", ""
+    tail = (ran.stderr.strip().splitlines() or [""])[-1]
+    return "not run", f"the probe's runner failed (exit {ran.returncode}: {tail})"
 
 
-def libstdcxx_link(cxx: str | None = None) -> tuple[list[str], dict]:
+def _warn(text: str) -> None:
+    warnings.warn(f"ckgemm: the probe library, built and linked as the extension will be, {text}")
+
+
+def libstdcxx_link() -> tuple[list[str], dict]:
     """(link flags the extension needs, what the build records as ``cxx`` and ``cxx_probe``).
 
-    ``cxx_probe`` is ``ok``, ``ok with <flag> (...)`` when the build adds that flag, ``crashed: ...`` or
-    ``wrong: ...`` when nothing here cures it, or ``not run: ...`` when the compiler cannot build the probe
-    (the extension's own build then says why) or the probe cannot be called."""
-    cxx = cxx or cxx_compiler()
-    from . import compiler_version
-
-    record = {"cxx": compiler_version(shlex.split(cxx)[0]) if cxx.strip() else "unknown"}
+    ``cxx_probe`` is ``ok``; ``ok with <flag> (without it: ...)`` when the build adds that flag; ``crashed: ...``
+    or ``wrong: ...`` when nothing here cures it; ``not run: ...`` when the probe could not be built or called
+    (the extension's own build then says why, or the toolchain was not judged)."""
+    try:
+        linker = driver(setuptools_linker().compiler_cxx)
+    except Exception:  # noqa: BLE001  # the record names what it can; the probe reports the failure
+        linker = []
+    record = {"cxx": compiler_version(linker) if linker else "unknown"}
     with tempfile.TemporaryDirectory(prefix="ckgemm-cxx-probe-") as tmp:
-        outcome, detail = probe(cxx, [], Path(tmp))
-        if outcome == "ok":
-            return [], {**record, "cxx_probe": "ok"}
-        if outcome == "not run":
-            return [], {**record, "cxx_probe": f"not run: {detail}"}
-        cured, cure_detail = probe(cxx, [SHARED_LIBSTDCXX], Path(tmp))
-    first = f"{outcome}: {detail}, linked as {cxx} links a shared library"
+        outcome, detail = probe([], Path(tmp))
+        if outcome in ("ok", "not run"):
+            detail = detail.replace(tmp, "<tmp>")  # the record must not change from one run to the next
+            return [], {**record, "cxx_probe": outcome + (f": {detail}" if detail else "")}
+        cured, cure_detail = probe([SHARED_LIBSTDCXX], Path(tmp))
+        cure_detail = cure_detail.replace(tmp, "<tmp>")
+    first = f"{outcome}: {detail}"
+    what = f"{'crashed' if outcome == 'crashed' else 'formatted a number wrongly'} ({detail}) next to torch"
     if cured == "ok":
-        warnings.warn(f"ckgemm: a library built by {cxx} formatted a number wrongly next to torch ({first}); "
-                      f"the extension is linked with {SHARED_LIBSTDCXX} (the process's libstdc++), which cured it")
-        return [SHARED_LIBSTDCXX], {**record, "cxx_probe": f"ok with {SHARED_LIBSTDCXX} ({first})"}
-    warnings.warn(f"ckgemm: a library built by {cxx} formatted a number wrongly next to torch ({first}); "
-                  f"{SHARED_LIBSTDCXX} did not cure it ({cured}: {cure_detail}). The extension's own messages do "
-                  "not stream numbers, but torch's header checks compiled into it do: build with a compiler that "
-                  "links the shared libstdc++ (CXX=/usr/bin/g++ on that host), see build_support/toolchain.py")
+        _warn(f"{what}; the extension is linked with {SHARED_LIBSTDCXX} (the process's libstdc++), which cured it")
+        return [SHARED_LIBSTDCXX], {**record, "cxx_probe": f"ok with {SHARED_LIBSTDCXX} (without it: {first})"}
+    _warn(f"{what}, and {SHARED_LIBSTDCXX} did not cure it ({cured}: {cure_detail}). ckgemm's own messages do not "
+          "stream numbers, but torch's header checks compiled into the extension do: build with a toolchain that "
+          "links the shared libstdc++ (build_support/toolchain.py)")
     return [], {**record, "cxx_probe": f"{first}; {SHARED_LIBSTDCXX} did not cure it ({cured}: {cure_detail})"}
