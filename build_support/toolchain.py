@@ -21,7 +21,6 @@ extension is linked with that flag when it cures the probe. The outcome goes int
 """
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
 import sys
@@ -56,10 +55,8 @@ TIMEOUT_S = 300
 
 def cxx_compiler() -> list[str]:
     """The command torch's extension build compiles C++ with (``CXX``, else ``c++``), split into words."""
-    try:
-        from torch.utils.cpp_extension import get_cxx_compiler
-    except ImportError:
-        return shlex.split(os.environ.get("CXX", "c++"))
+    from torch.utils.cpp_extension import get_cxx_compiler
+
     return shlex.split(get_cxx_compiler())
 
 
@@ -83,24 +80,32 @@ def driver(command: list[str]) -> list[str]:
     return words
 
 
-def probe(extra: list[str], workdir: Path) -> tuple[str, str]:
-    """("ok" | "crashed" | "wrong" | "not run", detail) for the probe library linked with ``extra`` after its
-    objects. "not run": it could not be compiled, linked or called (no torch in this Python, say)."""
-    from distutils.errors import CCompilerError, DistutilsError
-
+def compile_probe(workdir: Path) -> tuple[Path | None, str]:
+    """(the probe's object file, compiled as torch's build compiles, "") or (None, why it could not be)."""
     source, obj = workdir / "probe.cpp", workdir / "probe.o"
     source.write_text(SOURCE)
-    lib = workdir / f"probe{len(list(workdir.glob('*.so')))}.so"
     try:
-        compile_ = [*cxx_compiler(), "-O2", "-fPIC", "-c", str(source), "-o", str(obj)]
-        built = subprocess.run(compile_, capture_output=True, text=True, timeout=TIMEOUT_S)
-        if built.returncode != 0:
-            last = (built.stderr.strip().splitlines() or [f"exit {built.returncode}"])[-1]
-            return "not run", f"{shlex.join(compile_)}: {last}"
-        setuptools_linker().link_shared_object([str(obj)], str(lib), target_lang="c++", extra_postargs=extra)
+        command = [*cxx_compiler(), "-O2", "-fPIC", "-c", str(source), "-o", str(obj)]
+        built = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        return None, str(exc)
+    if built.returncode != 0:
+        last = (built.stderr.strip().splitlines() or [f"exit {built.returncode}"])[-1]
+        return None, f"{shlex.join(command)}: {last}"
+    return obj, ""
+
+
+def probe(linker, obj: Path, extra: list[str], lib: Path) -> tuple[str, str]:
+    """("ok" | "crashed" | "wrong" | "not run", detail) for ``obj`` linked into ``lib`` by ``linker`` with
+    ``extra`` after the objects, loaded after torch. "not run": it could not be linked or called (no torch in
+    this Python, say)."""
+    from distutils.errors import CCompilerError, DistutilsError
+
+    try:
+        linker.link_shared_object([str(obj)], str(lib), target_lang="c++", extra_postargs=extra)
         ran = subprocess.run([sys.executable, "-c", RUNNER, str(lib)], capture_output=True, text=True,
                              timeout=TIMEOUT_S)
-    except (OSError, ValueError, subprocess.SubprocessError, CCompilerError, DistutilsError) as exc:
+    except (OSError, subprocess.SubprocessError, CCompilerError, DistutilsError) as exc:
         return "not run", str(exc)
     answers = [line[len(MARKER):].strip() for line in ran.stdout.splitlines() if line.startswith(MARKER)]
     if answers:
@@ -122,18 +127,18 @@ def libstdcxx_link() -> tuple[list[str], dict]:
     ``cxx_probe`` is ``ok``; ``ok with <flag> (without it: ...)`` when the build adds that flag; ``crashed: ...``
     or ``wrong: ...`` when nothing here cures it; ``not run: ...`` when the probe could not be built or called
     (the extension's own build then says why, or the toolchain was not judged)."""
-    try:
-        linker = driver(setuptools_linker().compiler_cxx)
-    except Exception:  # noqa: BLE001  # the record names what it can; the probe reports the failure
-        linker = []
-    record = {"cxx": compiler_version(linker) if linker else "unknown"}
+    linker = setuptools_linker()
+    record = {"cxx": compiler_version(driver(linker.compiler_cxx))}
     with tempfile.TemporaryDirectory(prefix="ckgemm-cxx-probe-") as tmp:
-        outcome, detail = probe([], Path(tmp))
+        stable = lambda text: text.replace(tmp, "<tmp>")  # noqa: E731  # the record must not change between runs
+        obj, why = compile_probe(Path(tmp))
+        if obj is None:
+            return [], {**record, "cxx_probe": stable(f"not run: {why}")}
+        outcome, detail = probe(linker, obj, [], Path(tmp) / "probe.so")
         if outcome in ("ok", "not run"):
-            detail = detail.replace(tmp, "<tmp>")  # the record must not change from one run to the next
-            return [], {**record, "cxx_probe": outcome + (f": {detail}" if detail else "")}
-        cured, cure_detail = probe([SHARED_LIBSTDCXX], Path(tmp))
-        cure_detail = cure_detail.replace(tmp, "<tmp>")
+            return [], {**record, "cxx_probe": stable(outcome + (f": {detail}" if detail else ""))}
+        cured, cure_detail = probe(linker, obj, [SHARED_LIBSTDCXX], Path(tmp) / "probe_cured.so")
+        cure_detail = stable(cure_detail)
     first = f"{outcome}: {detail}"
     what = f"{'crashed' if outcome == 'crashed' else 'formatted a number wrongly'} ({detail}) next to torch"
     if cured == "ok":

@@ -19,7 +19,7 @@ needs_cxx = pytest.mark.skipif(CXX is None, reason="no C++ compiler on this mach
 
 @pytest.fixture
 def cxx(tmp_path, monkeypatch):
-    """Sets CXX to a script around this machine's compiler that adds ``flags`` to every command."""
+    """``use(name, body)`` writes a shell script of that body and sets CXX to it (LDFLAGS cleared)."""
     monkeypatch.delenv("LDFLAGS", raising=False)
 
     def use(name: str, body: str) -> str:
@@ -31,12 +31,14 @@ def cxx(tmp_path, monkeypatch):
     return use
 
 
-def _link(expect_warning: bool):
+def _link(expect_warning: bool | None):
+    """libstdcxx_link()'s flags and record, and its warnings, which must be there or not as expected (None:
+    not checked)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         flags, record = toolchain.libstdcxx_link()
     ours = [str(w.message) for w in caught if "ckgemm: the probe library" in str(w.message)]
-    assert bool(ours) == expect_warning, (ours, record)
+    assert expect_warning is None or bool(ours) == expect_warning, (ours, record)
     return flags, record, ours
 
 
@@ -59,12 +61,9 @@ def test_a_static_libstdcxx_is_caught_and_cured_by_naming_the_shared_one(cxx, mo
     else:
         cxx("plain-cxx", f'exec {CXX} "$@"\n')
         monkeypatch.setenv("LDFLAGS", "-static-libstdc++")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        flags, record = toolchain.libstdcxx_link()
+    flags, record, warned = _link(expect_warning=None)
     if record["cxx_probe"].startswith("not run"):
         pytest.skip(f"no static libstdc++ to link here: {record['cxx_probe']}")
-    warned = [str(w.message) for w in caught if "ckgemm: the probe library" in str(w.message)]
     assert len(warned) == 1, (warned, record)
     assert flags == [toolchain.SHARED_LIBSTDCXX] and "which cured it" in warned[0]
     probe = record["cxx_probe"]
