@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
     }
     cutlass::arch::fence_barrier_init();
   }
-  build_table(s, p, n_blocks);
+  build_table<McastB>(s, p, n_blocks);
   cute::cluster_arrive_relaxed();
   cute::cluster_wait();
   const int units = s.unit_start[p.groups], cluster = blockIdx.x / 2, clusters = gridDim.x / 2;
@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
       int stage = 0;
       uint32_t phase = 0;
       for (int u = cluster; u < units; u += clusters) {
-        const Tile t = decode(s, p.groups, u, rank);
+        const Tile t = decode<BN, McastB>(s, p.groups, u, rank);
         for (int kb = 0; kb < k_blocks; ++kb) {
           Barrier::wait(&s.empty[stage], phase ^ 1);
           if (warp == 0) {
@@ -130,7 +130,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
     int buf = 0;
     Tile t_next{};
     if (cluster < units) {
-      t_next = decode(s, p.groups, cluster, rank);
+      t_next = decode<BN, McastB>(s, p.groups, cluster, rank);
       if constexpr (kScaleTma) fetch_b(t_next, 0);
     }
     for (int u = cluster; u < units; u += clusters) {
@@ -145,7 +145,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
       // The next tile and its B scales: here (CKGEMM_WS_AHEAD 1), or under the first k-block's wgmmas (2).
       auto ahead = [&] {
         if (u + clusters < units) {
-          t_next = decode(s, p.groups, u + clusters, rank);
+          t_next = decode<BN, McastB>(s, p.groups, u + clusters, rank);
           if constexpr (kScaleTma) fetch_b(t_next, cur ^ 1);
         }
       };

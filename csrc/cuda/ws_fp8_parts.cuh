@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ws_fp8_types.cuh"
+#include "ws_table.cuh"
 
 namespace ckgemm::ws {
 
@@ -62,75 +63,6 @@ __device__ __forceinline__ const float* a_scales(const Params& p, int row) {
 }
 __device__ __forceinline__ const float* b_block_scales(const Params& p, int g, int nb, int k_blocks) {
   return p.sb + g * p.sb_stride + static_cast<int64_t>(min(nb, (p.n + 127) / 128 - 1)) * k_blocks;
-}
-
-// Prefix sums of rows and units per group, the sizes checked as the packed builder checks them. One warp reads
-// the sizes and scans them, and only its lane 0 traps: a loop over the sizes by every thread, or a trap that all
-// threads may reach, made ptxas treat the rest of the kernel as divergent and keep the consumers' k-loop (stage,
-// descriptors, barrier addresses) out of uniform registers, an R2UR in front of every wgmma operand (the
-// thirteenth session: 1.02-1.12x on 17 of 18 prefill pairs, docs/PERF_2026-12-03c.md).
-template <int BN, bool McastB>
-__device__ void build_table(Smem<BN, McastB>& s, const Params& p, int n_blocks) {
-  const int tid = threadIdx.x;
-  if (tid < 32) {
-    // The sizes into shared memory first (a size outside [0, rows], int64 ones too, stored as -1), then the
-    // scan. Each lane issues four loads before it stores any, so they are in flight together.
-    for (int base = tid; base < p.groups; base += 4 * 32) {
-      const auto* s64 = static_cast<const int64_t*>(p.sizes) + base;
-      const auto* s32 = static_cast<const int*>(p.sizes) + base;
-      int64_t m[4];
-      if (p.sizes_int64) {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) m[j] = base + 32 * j < p.groups ? s64[32 * j] : 0;
-      } else {  // int32 loads into their own registers, widened after all four were issued
-        int m32[4];
-#pragma unroll
-        for (int j = 0; j < 4; ++j) m32[j] = base + 32 * j < p.groups ? s32[32 * j] : 0;
-#pragma unroll
-        for (int j = 0; j < 4; ++j) m[j] = m32[j];
-      }
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-        if (base + 32 * j < p.groups)
-          s.row_start[base + 32 * j + 1] = m[j] < 0 || m[j] > p.rows ? -1 : static_cast<int>(m[j]);
-    }
-    __syncwarp();
-    int64_t rows = 0;  // 32 sizes of up to 2^31 - 1 each can pass int
-    int units = 0;
-    bool bad = false;
-    for (int base = 0; base < p.groups; base += 32) {
-      const int i = base + tid;
-      int64_t m = i < p.groups ? s.row_start[i + 1] : 0;
-      bad |= m < 0;
-      m = m < 0 ? 0 : m;
-      int u = units_of<McastB>(static_cast<int>(m), n_blocks);
-      for (int d = 1; d < 32; d <<= 1) {
-        const int64_t mu = __shfl_up_sync(0xffffffffu, m, d);
-        const int uu = __shfl_up_sync(0xffffffffu, u, d);
-        if (tid >= d) { m += mu; u += uu; }
-      }
-      __syncwarp();
-      if (i < p.groups) { s.row_start[i + 1] = static_cast<int>(rows + m); s.unit_start[i + 1] = units + u; }
-      rows += __shfl_sync(0xffffffffu, m, 31);
-      units += __shfl_sync(0xffffffffu, u, 31);
-    }
-    bad = __any_sync(0xffffffffu, bad) || rows != p.rows;
-    if (tid == 0) {
-      s.row_start[0] = s.unit_start[0] = 0;
-      s.bad = bad;
-      if (bad) s.unit_start[p.groups] = 0;
-      if (bad && p.sizes_ok == nullptr) asm volatile("trap;");  // no sizes_ok to report to: stop the launch
-    }
-  }
-  __syncthreads();
-  if (blockIdx.x == 0 && tid == 0 && p.sizes_ok != nullptr) *p.sizes_ok = s.bad ? 0 : 1;
-  // No printf here: a call in the kernel makes ptxas serialise the wgmmas (C7510). The host wrapper passes
-  // sizes_ok and reports bad sizes; without it, bad sizes trap the launch (above).
-}
-
-template <int BN, bool McastB>
-__device__ __forceinline__ Tile decode(const Smem<BN, McastB>& s, int groups, int u, int rank) {
-  return decode_unit<BN, McastB>(s.row_start, s.unit_start, groups, u, rank);
 }
 
 // acc += tmp * scale, the scale of rows r_lo / r_lo + 8 (lo / hi) and of the B block of each column: the first

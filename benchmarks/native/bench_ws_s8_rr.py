@@ -1,0 +1,157 @@
+#!/usr/bin/env python
+"""ckgemm's own int8 RR grouped kernel (csrc/cuda/ws_s8_rr*.cuh: B [G, K, N] transposed inside the kernel's
+producer), loaded with ctypes from the C entry benchmarks/native/ws_s8_capi.cu (built as that file says).
+
+First every check shape: outputs poisoned with INT32_MIN (no int8 product sum of these K reaches it) inside a
+buffer with guard rows and columns, compared exactly (torch.equal) with a float64 reference of the same
+inputs (exact below 2**53), the guard bands still poisoned. Then, where the native extension is built, the
+timing cases in one process, graph replay and end to end: this kernel against the op's RR per call (B
+transposed by the repack kernel, then the RC kernel), RR prepacked and RC, all on the same data, in
+A B B A order; the outputs of every form equal before anything is timed.
+
+    python benchmarks/native/bench_ws_s8_rr.py --lib /tmp/libws_s8.so [--check-only] [--iters 20]
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import sys
+
+import torch
+from tabulate import tabulate
+
+from ckgemm.testing import bench, shapes
+
+POISON = -(2**31)
+# (name, sizes, N, K): empty groups, a group of one row, rows that end mid-tile, N past a 256-wide tile, K not a
+# multiple of 128, many small groups.
+CHECKS = [
+    ("mixed", [300, 0, 129, 64], 512, 384),
+    ("ragged", [1, 127, 256, 0], 272, 208),
+    ("one group", [1000], 768, 4096),
+    ("many small", [3, 17, 0, 40, 5, 129, 64, 1, 0, 90, 2, 33], 1024, 1024),
+    ("wide N", [200, 300], 4096, 512),
+]
+CASES = {"DeepSeek-V3 decode": (32, 512, 4096, 7168), "DeepSeek-V3 prefill": (32, 32768, 4096, 7168),
+         "Mixtral prefill": (8, 16384, 14336, 4096)}
+
+
+class Kernel:
+    def __init__(self, path: str):
+        self.lib = ctypes.CDLL(path)
+        self.lib.ws_s8_rr_packed.restype = ctypes.c_int
+        self.sms = torch.cuda.get_device_properties(0).multi_processor_count
+
+    def __call__(self, a, b_kn, sizes, out):
+        """out[rows, N] (any row stride) = A @ B_g per group; B [G, K, N] row-major."""
+        g, k, n = b_kn.shape
+        p = lambda t: ctypes.c_void_p(t.data_ptr())  # noqa: E731
+        ll = ctypes.c_longlong
+        rc = self.lib.ws_s8_rr_packed(
+            p(a), p(b_kn), p(out), p(sizes), int(sizes.dtype == torch.int64), g, ll(a.shape[0]), ll(n), ll(k),
+            ll(a.stride(0)), ll(b_kn.stride(1)), ll(out.stride(0)), ll(b_kn.stride(0)), self.sms,
+            ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+        if rc != 0:
+            raise RuntimeError(f"ws_s8_rr_packed returned {rc}")
+        return out
+
+
+def reference(a, b_kn, sizes) -> torch.Tensor:
+    out = torch.empty(a.shape[0], b_kn.shape[2], dtype=torch.int32, device=a.device)
+    row = 0
+    for g, m in enumerate(sizes):
+        out[row:row + m] = (a[row:row + m].double() @ b_kn[g].double()).to(torch.int32)
+        row += m
+    return out
+
+
+def check(kernel, seed: int) -> list[dict]:
+    rows = []
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    for name, ms, n, k in CHECKS:
+        total = sum(ms)
+        a = torch.randint(-128, 128, (total, k), dtype=torch.int8, device="cuda", generator=gen)
+        b = torch.randint(-128, 128, (len(ms), k, n), dtype=torch.int8, device="cuda", generator=gen)
+        for size_dtype in (torch.int32, torch.int64):
+            sizes = torch.tensor(ms, dtype=size_dtype, device="cuda")
+            buf = torch.full((total + 3, n + 16), POISON, dtype=torch.int32, device="cuda")
+            out = buf[1:total + 1, 8:n + 8]  # guard row above and below, 8 guard columns each side
+            kernel(a, b, sizes, out)
+            torch.cuda.synchronize()
+            want = reference(a, b, ms)
+            guard = buf.clone()
+            guard[1:total + 1, 8:n + 8] = POISON
+            ok = torch.equal(out, want) and bool((guard == POISON).all())
+            rows.append({"check": name, "sizes": str(size_dtype).replace("torch.", ""), "N": n, "K": k, "ok": ok,
+                         "wrong": int((out != want).sum())})
+    return rows
+
+
+def timing(kernel, args) -> list[dict]:
+    import ckgemm
+    from ckgemm.backends.native import _C
+
+    if _C is None:
+        print("the native extension is not built: only the checks ran")
+        return []
+    rows = []
+    for name, (experts, tokens, n, k) in CASES.items():
+        if args.cases and not any(c in name for c in args.cases.split(",")):
+            continue
+        case = shapes.moe_split(tokens, experts, n, k, args.seed, dist="multinomial")
+        gen = torch.Generator(device="cuda").manual_seed(args.seed)
+        a = torch.randint(-128, 128, (tokens, k), dtype=torch.int8, device="cuda", generator=gen)
+        b_kn = torch.randint(-128, 128, (experts, k, n), dtype=torch.int8, device="cuda", generator=gen)
+        b_nk = b_kn.transpose(-1, -2).contiguous()
+        gs = torch.tensor(case.ms, dtype=torch.int32, device="cuda")
+        weights = ckgemm.prepack(b_kn, layout="RR")
+        own_out = torch.full((tokens, n), POISON, dtype=torch.int32, device="cuda")
+        forms = {"own RR (in-kernel transpose)": lambda: kernel(a, b_kn, gs, own_out),
+                 "op RR per call": lambda: ckgemm.grouped_gemm_packed(a, b_kn, gs, layout="RR"),
+                 "op RR prepacked": lambda: ckgemm.grouped_gemm_packed(a, weights, gs),
+                 "op RC": lambda: ckgemm.grouped_gemm_packed(a, b_nk, gs)}
+        first = forms["op RC"]().clone()
+        for label, fn in forms.items():
+            assert torch.equal(fn(), first), f"{name}: {label} differs from the op's RC"
+        timed = dict(warmup=args.warmup, iters=args.iters, device=torch.device("cuda"))
+        res = {label: {"graph": [], "e2e": []} for label in forms}
+        order = list(forms) + list(forms)[::-1]  # A B C D D C B A
+        for label in order:
+            res[label]["graph"].append(bench(forms[label], graph=True, **timed).median_ms)
+            res[label]["e2e"].append(bench(forms[label], sync=True, **timed).median_ms)
+        rc = min(res["op RC"]["graph"])
+        for label in forms:
+            g, e = res[label]["graph"], res[label]["e2e"]
+            rows.append({"case": name, "form": label, "graph ms": min(g), "graph spread %": 100 * (max(g) / min(g) - 1),
+                         "e2e ms": min(e), "vs op RC (graph)": min(g) / rc})
+        print(tabulate(rows[-len(forms):], headers="keys", floatfmt=".4g"), flush=True)
+        del a, b_kn, b_nk, weights, own_out
+        torch.cuda.empty_cache()
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--check-only", action="store_true")
+    ap.add_argument("--cases", default="")
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("needs a GPU")
+        return 2
+    print(f"seed {args.seed}")
+    kernel = Kernel(args.lib)
+    checks = check(kernel, args.seed)
+    print(tabulate(checks, headers="keys"), flush=True)
+    if not all(r["ok"] for r in checks):
+        return 1
+    if not args.check_only:
+        print(tabulate(timing(kernel, args), headers="keys", floatfmt=".4g"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
