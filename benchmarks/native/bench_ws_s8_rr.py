@@ -10,6 +10,9 @@ transposed by the repack kernel, then the RC kernel), RR prepacked and RC, all o
 A B B A order; the outputs of every form equal before anything is timed.
 
     python benchmarks/native/bench_ws_s8_rr.py --lib /tmp/libws_s8.so [--check-only] [--iters 20]
+
+--lib takes several builds of the C entry as NAME=PATH,NAME=PATH (e.g. the kernel's experiment switches):
+each is checked, then timed as its own form beside the op's.
 """
 from __future__ import annotations
 
@@ -87,7 +90,7 @@ def check(kernel, seed: int) -> list[dict]:
     return rows
 
 
-def timing(kernel, args) -> list[dict]:
+def timing(kernels: dict, args) -> list[dict]:
     import ckgemm
     from ckgemm.backends.native import _C
 
@@ -106,10 +109,10 @@ def timing(kernel, args) -> list[dict]:
         gs = torch.tensor(case.ms, dtype=torch.int32, device="cuda")
         weights = ckgemm.prepack(b_kn, layout="RR")
         own_out = torch.full((tokens, n), POISON, dtype=torch.int32, device="cuda")
-        forms = {"own RR (in-kernel transpose)": lambda: kernel(a, b_kn, gs, own_out),
-                 "op RR per call": lambda: ckgemm.grouped_gemm_packed(a, b_kn, gs, layout="RR"),
+        forms = {f"own RR {label}": (lambda kern=kern: kern(a, b_kn, gs, own_out)) for label, kern in kernels.items()}
+        forms.update({"op RR per call": lambda: ckgemm.grouped_gemm_packed(a, b_kn, gs, layout="RR"),
                  "op RR prepacked": lambda: ckgemm.grouped_gemm_packed(a, weights, gs),
-                 "op RC": lambda: ckgemm.grouped_gemm_packed(a, b_nk, gs)}
+                 "op RC": lambda: ckgemm.grouped_gemm_packed(a, b_nk, gs)})
         first = forms["op RC"]().clone()
         for label, fn in forms.items():
             assert torch.equal(fn(), first), f"{name}: {label} differs from the op's RC"
@@ -143,14 +146,19 @@ def main() -> int:
         print("needs a GPU")
         return 2
     print(f"seed {args.seed}")
-    kernel = Kernel(args.lib)
-    checks = check(kernel, args.seed)
-    print(tabulate(checks, headers="keys"), flush=True)
-    if not all(r["ok"] for r in checks):
+    libs = [item.partition("=") for item in args.lib.split(",")]
+    kernels = {(name if path else "(in-kernel transpose)"): Kernel(path or name) for name, _, path in libs}
+    status = 0
+    for label, kernel in kernels.items():
+        checks = check(kernel, args.seed)
+        print(label)
+        print(tabulate(checks, headers="keys"), flush=True)
+        status |= not all(r["ok"] for r in checks)
+    if status and len(kernels) == 1:
         return 1
     if not args.check_only:
-        print(tabulate(timing(kernel, args), headers="keys", floatfmt=".4g"))
-    return 0
+        print(tabulate(timing(kernels, args), headers="keys", floatfmt=".4g"))
+    return int(status)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,18 @@
 #include "cutlass/arch/barrier.h"
 #include "ws_fp8_parts.cuh"
 
+// Experiment switches (docs/PERF_2026-12-05e.md): CKGEMM_S8_FENCE 1 = each producer thread fences its stores
+// for the async proxy (fence.proxy.async), 2 = each consumer thread does after the stage's full barrier, 3 = each
+// producer thread's unidirectional generic-to-async release fence restricted to shared::cta, 4 = 3 and the
+// consumers' matching acquire fence after the full barrier, 0 = no fence (unsafe, for timing only);
+// CKGEMM_S8_LOADS_AFTER 1 issues the next step's loads after this step's fence.
+#ifndef CKGEMM_S8_FENCE
+#define CKGEMM_S8_FENCE 1
+#endif
+#ifndef CKGEMM_S8_LOADS_AFTER
+#define CKGEMM_S8_LOADS_AFTER 0
+#endif
+
 namespace ckgemm::ws::s8 {
 
 constexpr int kTileN = 256, kStages = 4;
@@ -79,10 +91,15 @@ __device__ __forceinline__ void transpose4(uint32_t x0, uint32_t x1, uint32_t x2
 
 __device__ __forceinline__ uint32_t word(const uint4& v, int c) { return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w; }
 
-__device__ __forceinline__ uint4 load_b16(const int8_t* p) {
+// A 16-byte load of B, or zeros where `in` is false: one predicated instruction whose registers are zeroed first,
+// so nothing consumes the loaded value until the transpose (a select after the load waited for each load's
+// whole latency in turn: the first build ran at a third of the RC kernel's rate, docs/PERF_2026-12-05e.md).
+__device__ __forceinline__ uint4 load_b16(const int8_t* p, bool in) {
   uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %5, 0;\n mov.b32 %0, 0;\n mov.b32 %1, 0;\n mov.b32 %2, 0;\n mov.b32 %3, 0;\n"
+      " @p ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n}"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "r"(static_cast<int>(in)));
   return v;
 }
 
@@ -92,7 +109,7 @@ __device__ __forceinline__ void load_block(const Params& p, const Tile& t, int k
   const int8_t* src = p.b + t.g * p.b_group_stride + static_cast<int64_t>(k) * p.ldb + n;
   const bool n_ok = n < p.n;
 #pragma unroll
-  for (int i = 0; i < 16; ++i) d[i] = n_ok && k + i < p.k ? load_b16(src + i * p.ldb) : make_uint4(0, 0, 0, 0);
+  for (int i = 0; i < 16; ++i) d[i] = load_b16(src + i * p.ldb, n_ok && k + i < p.k);
 }
 
 // The block K-major into the stage's B tile (row n: 128 bytes of K; 16-byte chunk c stored at chunk c ^ (n % 8),
@@ -170,7 +187,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_s8_rr_kernel(const __grid
       int nu = u, nkb = kb + 1;
       Tile nt = t;
       if (nkb == k_blocks) { nkb = 0; nu += clusters; if (nu < units) nt = tile_of(nu); }
-      if (nu < units) load_block(p, nt, nkb, kc, nc, nxt);
+      if (!CKGEMM_S8_LOADS_AFTER && nu < units) load_block(p, nt, nkb, kc, nc, nxt);
       Barrier::wait(&s.empty[stage], phase ^ 1);
       if (tid == 0) {
         Barrier::arrive_and_expect_tx(&s.full[stage], kBytesA);
@@ -178,9 +195,12 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_s8_rr_kernel(const __grid
                  0, false, true);
       }
       store_block(s.b[stage], kc, nc, cur);
-      cutlass::arch::fence_view_async_shared();  // the generic-proxy stores, before wgmma reads them
+      if (CKGEMM_S8_FENCE == 1) cutlass::arch::fence_view_async_shared();  // the generic-proxy stores, before wgmma
+      if (CKGEMM_S8_FENCE >= 3)
+        asm volatile("fence.proxy.async::generic.release.sync_restrict::shared::cta.cluster;" ::: "memory");
       __syncwarp();
       if (lane == 0) Barrier::arrive(&s.full[stage]);
+      if (CKGEMM_S8_LOADS_AFTER && nu < units) load_block(p, nt, nkb, kc, nc, nxt);
       if (++stage == kStages) { stage = 0; phase ^= 1; }
       u = nu; kb = nkb; t = nt;
     };
@@ -215,6 +235,9 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_s8_rr_kernel(const __grid
       int prev = -1;
       for (int kb = 0; kb < k_blocks; ++kb) {
         Barrier::wait(&s.full[stage], phase);
+        if (CKGEMM_S8_FENCE == 2) cutlass::arch::fence_view_async_shared();
+        if (CKGEMM_S8_FENCE == 4)
+          asm volatile("fence.proxy.async::generic.acquire.sync_restrict::shared::cluster.cluster;" ::: "memory");
 #pragma unroll
         for (int i = 0; i < kTileN / 2; ++i) cute::warpgroup_fence_operand(acc[i]);
         cute::warpgroup_arrive();
