@@ -35,6 +35,7 @@
 #include "cute/arch/mma_sm90_gmma.hpp"
 #include "cutlass/arch/barrier.h"
 #include "ws_fp8_parts.cuh"
+#include "ws_s8_rr_rules.h"
 
 // Experiment switches (docs/PERF_2026-12-05e.md): CKGEMM_S8_FENCE 1 = each producer thread fences its stores
 // for the async proxy (fence.proxy.async), 2 = each consumer thread does after the stage's full barrier, 3 = each
@@ -50,7 +51,6 @@
 
 namespace ckgemm::ws::s8 {
 
-constexpr int kTileN = 256, kStages = 4;
 constexpr int kBytesA = kBlockM * kBlockK, kBytesB = kTileN * kBlockK, kRowsA = kBlockM / 2;
 
 struct Params {

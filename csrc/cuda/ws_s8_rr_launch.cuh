@@ -9,20 +9,9 @@
 
 #include "ws_fp8_launch.cuh"
 #include "ws_s8_rr.cuh"
+#include "ws_s8_rr_rules.h"
 
 namespace ckgemm::ws::s8 {
-
-// Why the kernel cannot take a packed int8 RR call ("" when it can): B is read with 16-byte loads along N, and
-// A through a TMA map (16-byte aligned base and row stride).
-inline std::string rejects(const PackedArgs& c) {
-  if (c.groups > kMaxGroups) return "more than 1024 groups";
-  if (c.n % 16 != 0) return "N is not a multiple of 16";
-  if (c.ldb % 16 != 0 || c.b_group_stride % 16 != 0 || reinterpret_cast<uintptr_t>(c.b) % 16 != 0)
-    return "B's base, row stride or group stride is not 16-byte aligned";
-  if (c.lda % 16 != 0 || reinterpret_cast<uintptr_t>(c.a) % 16 != 0) return "A's base or row stride is not 16-byte aligned";
-  if (c.rows > INT32_MAX || c.n > INT32_MAX || c.k > INT32_MAX) return "a dimension past int32";
-  return "";
-}
 
 inline cudaError_t smem_raised() {
   static const cudaError_t raised = cudaFuncSetAttribute(grouped_s8_rr_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
