@@ -1,12 +1,18 @@
 // ckgemm's own int8 grouped GEMM for SM90 with B row-major (layout RR: A [rows, K], B [G, K, N], N contiguous),
 // exact int32 out, B transposed inside the kernel's producer rather than by a separate pass over all of B.
 //
+// Status: an experiment, not used by the op. Exact on every check shape (H100 and H200), but on the H200 it ran
+// DeepSeek-V3 prefill at 2.7x the RC kernel's time (decode 1.95x, against 2.93x for the op's per-call transpose):
+// each k-block step of its producer takes about 4000 cycles. docs/PERF_2026-12-05e.md has the numbers, the
+// suspects and the switches below that test them.
+//
 // Hopper's wgmma reads 8-bit operands from shared memory K-major only. The per-call RR path of the op
 // (prepack.py, repack.cuh) transposes the whole B first, about 0.47 ms for DeepSeek-V3's 0.94 GB on the H200,
 // a third of the GEMM's own time. Here the producer warp group loads each k-block's B tile from global memory
 // itself (16-byte loads along N), transposes it in registers with byte permutes and stores it K-major with the
 // 128-byte swizzle, the layout TMA would have written: no extra pass over B in global memory, and no more
-// shared-memory traffic than RC's TMA writes (the tile is read from L2 once, written to shared memory once).
+// shared-memory traffic than RC's TMA writes (the tile is read from L2 once, written to shared memory once) --
+// the design's intent; the measured speed is above.
 //
 //   - no setmaxnreg split: __launch_bounds__(384, 1) gives every thread 168 registers, which the producer's two
 //     blocks (128) and the consumers' 64 x 256 int32 accumulators (128) both need;
@@ -14,14 +20,14 @@
 //     TMA, half its rows loaded by each CTA): the group table and tile schedule are the fp8 kernel's
 //     (ws_table.cuh, ws_fp8_schedule.h, McastB false);
 //   - producer warp group: 128 threads, each a 16 (K) x 16 (N) byte block of the 128 x 256 B tile a k-block.
-//     Its loads for the next k-block are issued before it transposes this one (two blocks of registers), so
-//     their latency is hidden under the transpose and the wait for a free stage. Thread 0 also issues A's TMA;
+//     Its loads for the next k-block are issued before it transposes this one (two blocks of registers), meant
+//     to hide their latency under the transpose and the wait for a free stage. Thread 0 also issues A's TMA;
 //   - two consumer warp groups, 64 rows each, all 256 columns: four m64n256k32 s8 wgmmas a k-block into int32
 //     accumulators, one k-block's wgmmas kept in flight while the next is issued (its stage released after);
 //   - the epilogue stores int32 pairs from registers; rows past the group and columns past N are not stored.
 //
-// N must be a multiple of 16 and B 16-byte aligned with a row stride that is (the launch refuses otherwise);
-// B rows past K and columns past N are read as zeros, never loaded.
+// What it takes is ws_s8_rr_rules.h's rule (the launch refuses the rest); B rows past K and columns past N are
+// read as zeros, never loaded.
 #pragma once
 
 #include <cuda.h>
@@ -195,7 +201,10 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_s8_rr_kernel(const __grid
                  0, false, true);
       }
       store_block(s.b[stage], kc, nc, cur);
-      if (CKGEMM_S8_FENCE == 1) cutlass::arch::fence_view_async_shared();  // the generic-proxy stores, before wgmma
+      // The stores made visible to the wgmmas (the async proxy), then this warp's arrival. In SASS
+      // fence.proxy.async is MEMBAR.ALL.CTA + FENCE.VIEW.ASYNC.S; if the MEMBAR waits for this thread's loads of
+      // the next step, the prefetch hides nothing (the suspect for the kernel's speed, docs/PERF_2026-12-05e.md).
+      if (CKGEMM_S8_FENCE == 1) cutlass::arch::fence_view_async_shared();
       if (CKGEMM_S8_FENCE >= 3)
         asm volatile("fence.proxy.async::generic.release.sync_restrict::shared::cta.cluster;" ::: "memory");
       __syncwarp();
