@@ -12,7 +12,8 @@ A B B A order; the outputs of every form equal before anything is timed.
     python benchmarks/native/bench_ws_s8_rr.py --lib /tmp/libws_s8.so [--check-only] [--iters 20]
 
 --lib takes several builds of the C entry as NAME=PATH,NAME=PATH (e.g. the kernel's experiment switches):
-each is checked, then timed as its own form beside the op's.
+each is checked, then timed as its own form beside the op's. --profile NAME only runs that build on the first
+selected case three times (no checks, no timing), for Nsight Compute (benchmarks/native/ws_s8_device.sh).
 """
 from __future__ import annotations
 
@@ -133,6 +134,21 @@ def timing(kernels: dict, args) -> list[dict]:
     return rows
 
 
+def profile(kernel, args) -> int:
+    name = next(n for n in CASES if not args.cases or any(c in n for c in args.cases.split(",")))
+    experts, tokens, n, k = CASES[name]
+    case = shapes.moe_split(tokens, experts, n, k, args.seed, dist="multinomial")
+    a = torch.randint(-128, 128, (tokens, k), dtype=torch.int8, device="cuda")
+    b_kn = torch.randint(-128, 128, (experts, k, n), dtype=torch.int8, device="cuda")
+    gs = torch.tensor(case.ms, dtype=torch.int32, device="cuda")
+    out = torch.empty(tokens, n, dtype=torch.int32, device="cuda")
+    for _ in range(3):
+        kernel(a, b_kn, gs, out)
+    torch.cuda.synchronize()
+    print(f"profiled {name}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lib", required=True)
@@ -141,6 +157,7 @@ def main() -> int:
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--profile", default="", help="a --lib name: run it three times on the first case, nothing else")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("needs a GPU")
@@ -148,6 +165,8 @@ def main() -> int:
     print(f"seed {args.seed}")
     libs = [item.partition("=") for item in args.lib.split(",")]
     kernels = {(name if path else "(in-kernel transpose)"): Kernel(path or name) for name, _, path in libs}
+    if args.profile:
+        return profile(kernels[args.profile], args)
     status = 0
     for label, kernel in kernels.items():
         checks = check(kernel, args.seed)
