@@ -59,6 +59,42 @@ size_t workspace_bytes(const PackedArgs& c, int feed) {
   return static_cast<size_t>(mn_major_floats(c.rows, (c.k + kBlockK - 1) / kBlockK)) * sizeof(float);
 }
 
+// The fields every own kernel's Params takes from a packed call as they are: C's leading dimension, the sizes
+// and their check's flag, the dimensions (the rules keep them a tile below 2^31).
+template <class P>
+void set_call_fields(P& p, const PackedArgs& c) {
+  p.ldc = c.ldc;
+  p.sizes = c.group_sizes;
+  p.sizes_int64 = c.sizes_are_int64;
+  p.groups = c.groups;
+  p.rows = static_cast<int>(c.rows);
+  p.n = static_cast<int>(c.n);
+  p.k = static_cast<int>(c.k);
+  p.sizes_ok = c.sizes_ok;
+}
+
+// The grid of a call of the own kernels: clusters of two, at most one CTA per SM, no more than `units` (an upper
+// bound on the call's cluster units from the host-side sizes).
+inline int pair_grid(int64_t units, int sm_count) {
+  return static_cast<int>(2 * (units < sm_count / 2 ? units : sm_count / 2));
+}
+
+// A launch of `grid` CTAs of `threads` in clusters of two (attr: the caller's storage for the cluster attribute).
+inline cudaLaunchConfig_t pair_config(int grid, int threads, size_t smem, cudaStream_t stream, cudaLaunchAttribute* attr) {
+  attr->id = cudaLaunchAttributeClusterDimension;
+  attr->val.clusterDim.x = 2;
+  attr->val.clusterDim.y = 1;
+  attr->val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(threads);
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  config.attrs = attr;
+  config.numAttrs = 1;
+  return config;
+}
+
 // The kernel's dynamic shared memory limit, raised once per instantiation.
 template <int BN, bool McastB, Recipe R, class Out, int Feed>
 cudaError_t smem_raised() {
@@ -95,13 +131,7 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
     return cudaErrorInvalidValue;
   }
   p.c = c.c;
-  p.ldc = c.ldc;
-  p.sizes = c.group_sizes;
-  p.sizes_int64 = c.sizes_are_int64;
-  p.groups = c.groups;
-  p.rows = static_cast<int>(c.rows);
-  p.n = static_cast<int>(c.n);
-  p.k = static_cast<int>(c.k);
+  set_call_fields(p, c);
   p.vector_store = c.ldc % 2 == 0 && reinterpret_cast<uintptr_t>(c.c) % (2 * sizeof(Out)) == 0;
   if (p.vector_store && (c.ldc * sizeof(Out)) % 16 == 0 && reinterpret_cast<uintptr_t>(c.c) % 16 == 0) p.vector_store = 2;
   p.sa = c.sa;
@@ -109,7 +139,6 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
   p.sa_kb_stride = 1;
   p.sb = c.sb;
   p.sb_stride = c.sb_group_stride;
-  p.sizes_ok = c.sizes_ok;
   // Only block-scaled calls have a second feed (the other recipes instantiate kFeedWarp's kernel alone).
   constexpr int kTmaFeed = R == Recipe::Block ? kFeedTma : kFeedWarp;
   const bool tma_feed = R == Recipe::Block && feed == kFeedTma;
@@ -126,19 +155,8 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
   const int64_t n_blocks = (c.n + BN - 1) / BN;
   const int64_t units = McastB ? (c.rows / (2 * kBlockM) + c.groups) * n_blocks
                                : (c.rows / kBlockM + c.groups) * ((n_blocks + 1) / 2);
-  const int grid = static_cast<int>(2 * (units < sm_count / 2 ? units : sm_count / 2));
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 2;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(grid);
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = sizeof(Smem<BN, McastB>);
-  config.stream = stream;
-  config.attrs = attr;
-  config.numAttrs = 1;
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t config = pair_config(pair_grid(units, sm_count), kThreads, sizeof(Smem<BN, McastB>), stream, &attr);
   // DeepGEMM's feed reads A's block scales MN-major: a copy into the workspace (from the op's caching allocator:
   // no allocation here, graph-capturable).
   if (tma_feed) {

@@ -34,37 +34,20 @@ inline cudaError_t launch(const PackedArgs& c, int sm_count, cudaStream_t stream
   p.ldb = c.ldb;
   p.b_group_stride = c.b_group_stride;
   p.c = static_cast<int32_t*>(c.c);
-  p.ldc = c.ldc;
-  p.sizes = c.group_sizes;
-  p.sizes_int64 = c.sizes_are_int64;
-  p.groups = c.groups;
-  p.rows = static_cast<int>(c.rows);
-  p.n = static_cast<int>(c.n);
-  p.k = static_cast<int>(c.k);
+  set_call_fields(p, c);
   p.vector_store = c.ldc % 2 == 0 && reinterpret_cast<uintptr_t>(c.c) % 8 == 0;
-  p.sizes_ok = c.sizes_ok;
   const cudaError_t raised = smem_raised();
   if (raised != cudaSuccess) {
     *why = std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(raised);
     return raised;
   }
-  // Clusters of two sharing A, at most one CTA per SM, no more than the units the call can have.
+  // Clusters of two sharing A (two N-blocks of one M-block a unit).
   const int64_t n_blocks = (c.n + kTileN - 1) / kTileN;
   const int64_t units = (c.rows / kBlockM + c.groups) * ((n_blocks + 1) / 2);
-  const int grid = static_cast<int>(2 * (units < sm_count / 2 ? units : sm_count / 2));
+  const int grid = pair_grid(units, sm_count);
   if (grid == 0) return cudaSuccess;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 2;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(grid);
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = sizeof(Smem);
-  config.stream = stream;
-  config.attrs = attr;
-  config.numAttrs = 1;
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t config = pair_config(grid, kThreads, sizeof(Smem), stream, &attr);
   const cudaError_t e = cudaLaunchKernelEx(&config, grouped_s8_rr_kernel, p);
   if (e != cudaSuccess) *why = std::string("launch: ") + cudaGetErrorString(e);
   return e;
