@@ -4,10 +4,13 @@
 #   A  the default (every producer thread fences its stores: fence.proxy.async)   B  no fence (unsafe: timing only)
 #   C  the next step's loads after the fence        D  the consumers fence after the full barrier
 #   E  the producers' release fence restricted to shared::cta    F  E and the consumers' matching acquire fence
-# Stages: check (each build exact on the check shapes), perf (each build on the prefill and decode cases beside the
-# op's RR per call, prepacked and RC: needs the extension, built or carried as ckgemm/_C*.so), sass (Nsight
-# Compute's per-instruction warp states of build A on DeepSeek-V3 prefill, CSV of the source page), dump (cuobjdump
-# SASS of every build). WS_S8_BUILDS picks builds (default "A B C D E F").
+#   G  the TMA form (ws_s8_rr_tma.cuh: B by TMA, transposed in shared memory), rings In 3 / Bt 2
+#   H  the TMA form, rings In 2 / Bt 3
+# Stages: check (each build exact on the check shapes, one process each), perf (the builds check passed, or all
+# without it, on the prefill and decode cases beside the op's RR per call, prepacked and RC: needs the extension,
+# built or carried as ckgemm/_C*.so), sass (Nsight
+# Compute's per-instruction warp states of build $WS_S8_PROFILE (default A) on DeepSeek-V3 prefill, CSV of the source page), dump (cuobjdump
+# SASS of every build). WS_S8_BUILDS picks builds (default "A B C D E F G H").
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/.out}; mkdir -p "$OUT"
@@ -15,8 +18,9 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$PWD:$PWD/benchmarks PYTHONUNBUFFERED=1
 C=/tmp/site/cutlass_library/source/include
 declare -A FLAGS=([A]="" [B]="-DCKGEMM_S8_FENCE=0" [C]="-DCKGEMM_S8_LOADS_AFTER=1" [D]="-DCKGEMM_S8_FENCE=2"
-                  [E]="-DCKGEMM_S8_FENCE=3" [F]="-DCKGEMM_S8_FENCE=4")
-BUILDS=${WS_S8_BUILDS:-A B C D E F}
+                  [E]="-DCKGEMM_S8_FENCE=3" [F]="-DCKGEMM_S8_FENCE=4" [G]="-DCKGEMM_S8_TMA=1"
+                  [H]="-DCKGEMM_S8_TMA=1 -DCKGEMM_S8_TMA_IN=2 -DCKGEMM_S8_TMA_BT=3")
+BUILDS=${WS_S8_BUILDS:-A B C D E F G H}
 LIBS=""
 for v in $BUILDS; do
   nvcc -std=c++17 -O3 -shared -Xcompiler -fPIC --expt-relaxed-constexpr -gencode=arch=compute_90a,code=sm_90a \
@@ -25,17 +29,25 @@ for v in $BUILDS; do
 done
 wait
 B="python3 benchmarks/native/bench_ws_s8_rr.py --lib $LIBS"
+PR=${WS_S8_PROFILE:-A}
 for stage in "$@"; do
   case $stage in
-    check) timeout 300 $B --check-only > "$OUT/check.log" 2>&1; echo "check rc=$?"; grep -E "^[A-F]$|False" "$OUT/check.log" ;;
+    check)  # one process and time limit per build, so that a hang costs only its own; perf then times the exact ones
+      PASSED=""
+      for v in $BUILDS; do
+        timeout 90 python3 benchmarks/native/bench_ws_s8_rr.py --lib $v=/tmp/libws_s8_$v.so --check-only > "$OUT/check_$v.log" 2>&1
+        rc=$?; echo "check $v rc=$rc"; grep False "$OUT/check_$v.log"
+        [ $rc -eq 0 ] && PASSED+="${PASSED:+,}$v=/tmp/libws_s8_$v.so"
+      done
+      B="python3 benchmarks/native/bench_ws_s8_rr.py --lib ${PASSED:-$LIBS}" ;;
     perf) timeout 480 $B --iters 10 > "$OUT/perf.log" 2>&1; echo "perf rc=$?"; tail -40 "$OUT/perf.log" ;;
     sass)
       timeout 200 ncu --clock-control none -k regex:grouped_s8 --launch-skip 1 --launch-count 1 --section SourceCounters \
-        --section WarpStateStats --section SpeedOfLight --import-source no -f -o "$OUT/sass_A" \
-        $B --profile A --cases prefill > "$OUT/sass_A.log" 2>&1
-      ncu -i "$OUT/sass_A.ncu-rep" --page source --csv --print-source sass > "$OUT/sass_A.csv" 2>> "$OUT/sass_A.log"
-      ncu -i "$OUT/sass_A.ncu-rep" --page details > "$OUT/sass_A_details.txt" 2>> "$OUT/sass_A.log"
-      wc -c "$OUT/sass_A.csv" ;;
+        --section WarpStateStats --section SpeedOfLight --import-source no -f -o "$OUT/sass_$PR" \
+        $B --profile $PR --cases prefill > "$OUT/sass_$PR.log" 2>&1
+      ncu -i "$OUT/sass_$PR.ncu-rep" --page source --csv --print-source sass > "$OUT/sass_$PR.csv" 2>> "$OUT/sass_$PR.log"
+      ncu -i "$OUT/sass_$PR.ncu-rep" --page details > "$OUT/sass_${PR}_details.txt" 2>> "$OUT/sass_$PR.log"
+      wc -c "$OUT/sass_$PR.csv" ;;
     dump) for v in $BUILDS; do cuobjdump -sass /tmp/libws_s8_$v.so > "$OUT/s8_$v.sass" 2>&1; done ;;
     *) echo "unknown stage $stage"; exit 2 ;;
   esac

@@ -30,45 +30,14 @@
 // read as zeros, never loaded.
 #pragma once
 
-#include <cuda.h>
-#include <cuda_runtime.h>
+#include "ws_s8_parts.cuh"
 
-#include <cstdint>
-#include <utility>
-
-#include "cute/arch/cluster_sm90.hpp"
-#include "cute/arch/mma_sm90_desc.hpp"
-#include "cute/arch/mma_sm90_gmma.hpp"
-#include "cutlass/arch/barrier.h"
-#include "ws_fp8_parts.cuh"
-#include "ws_s8_rr_rules.h"
-
-// Experiment switches (docs/PERF_2026-12-05e.md): CKGEMM_S8_FENCE 1 = each producer thread fences its stores
-// for the async proxy (fence.proxy.async), 2 = each consumer thread does after the stage's full barrier, 3 = each
-// producer thread's unidirectional generic-to-async release fence restricted to shared::cta, 4 = 3 and the
-// consumers' matching acquire fence after the full barrier, 0 = no fence (unsafe, for timing only);
-// CKGEMM_S8_LOADS_AFTER 1 issues the next step's loads after this step's fence.
-#ifndef CKGEMM_S8_FENCE
-#define CKGEMM_S8_FENCE 1
-#endif
+// CKGEMM_S8_LOADS_AFTER 1 issues the next step's loads after this step's fence (docs/PERF_2026-12-05e.md).
 #ifndef CKGEMM_S8_LOADS_AFTER
 #define CKGEMM_S8_LOADS_AFTER 0
 #endif
 
 namespace ckgemm::ws::s8 {
-
-constexpr int kBytesA = kBlockM * kBlockK, kBytesB = kTileN * kBlockK, kRowsA = kBlockM / 2;
-
-struct Params {
-  CUtensorMap tma_a;   // [rows, k] int8, box 128 x kRowsA, 128-byte swizzle
-  const int8_t* b;     // B[g][k][n] at b + g * b_group_stride + k * ldb + n
-  int64_t ldb, b_group_stride;
-  int32_t* c;
-  int64_t ldc;
-  const void* sizes;
-  int sizes_int64, groups, rows, n, k, vector_store;  // vector_store: int32 pairs where C allows
-  int* sizes_ok;       // null: bad sizes trap; else 1 / 0 (and nothing computed on 0)
-};
 
 struct alignas(1024) Smem {
   uint8_t a[kStages][kBytesA];
@@ -77,25 +46,6 @@ struct alignas(1024) Smem {
   int row_start[kMaxGroups + 1], unit_start[kMaxGroups + 1];
   int bad;
 };
-
-using Mma = cute::SM90::GMMA::MMA_64x256x32_S32S8S8_SS_TN;
-
-template <size_t... I>
-__device__ __forceinline__ void mma_s8(uint64_t da, uint64_t db, uint32_t* d, std::index_sequence<I...>) {
-  Mma::fma(da, db, d[I]..., cute::SM90::GMMA::ScaleOut::One);
-}
-
-// A 4 x 4 byte transpose: x[i] holds row i's four bytes, y[j] gets column j's (row 0 in the low byte).
-__device__ __forceinline__ void transpose4(uint32_t x0, uint32_t x1, uint32_t x2, uint32_t x3, uint32_t* y) {
-  const uint32_t t0 = __byte_perm(x0, x1, 0x5140), t1 = __byte_perm(x0, x1, 0x7362);
-  const uint32_t t2 = __byte_perm(x2, x3, 0x5140), t3 = __byte_perm(x2, x3, 0x7362);
-  y[0] = __byte_perm(t0, t2, 0x5410);
-  y[1] = __byte_perm(t0, t2, 0x7632);
-  y[2] = __byte_perm(t1, t3, 0x5410);
-  y[3] = __byte_perm(t1, t3, 0x7632);
-}
-
-__device__ __forceinline__ uint32_t word(const uint4& v, int c) { return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w; }
 
 // A 16-byte load of B, or zeros where `in` is false: one predicated instruction whose registers are zeroed first,
 // so nothing consumes the loaded value until the transpose (a select after the load waited for each load's
@@ -116,48 +66,6 @@ __device__ __forceinline__ void load_block(const Params& p, const Tile& t, int k
   const bool n_ok = n < p.n;
 #pragma unroll
   for (int i = 0; i < 16; ++i) d[i] = load_b16(src + i * p.ldb, n_ok && k + i < p.k);
-}
-
-// The block K-major into the stage's B tile (row n: 128 bytes of K; 16-byte chunk c stored at chunk c ^ (n % 8),
-// TMA's 128-byte swizzle). The eight lanes of a store phase share nc and differ in kc: eight chunks of one row,
-// no bank conflict.
-__device__ __forceinline__ void store_block(uint8_t* tile, int kc, int nc, const uint4 (&d)[16]) {
-#pragma unroll
-  for (int c = 0; c < 4; ++c) {  // columns nc * 16 + 4c .. + 3
-    uint32_t y[4][4];            // [q: rows 4q .. 4q + 3][column 4c + j]
-#pragma unroll
-    for (int q = 0; q < 4; ++q)
-      transpose4(word(d[4 * q], c), word(d[4 * q + 1], c), word(d[4 * q + 2], c), word(d[4 * q + 3], c), y[q]);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int n_local = 4 * c + j;  // n % 8 == n_local % 8: nc * 16 is a multiple of 8
-      const uint32_t dst = smem_u32(tile + (nc * 16 + n_local) * kBlockK + ((kc ^ (n_local & 7)) << 4));
-      asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" :: "r"(dst), "r"(y[0][j]), "r"(y[1][j]), "r"(y[2][j]),
-                   "r"(y[3][j]) : "memory");
-    }
-  }
-}
-
-// int32 out, rows r_lo and r_lo + 8 of the tile, columns 8j + 2(lane % 4) + {0, 1}.
-__device__ __forceinline__ void store_tile_s32(const Params& p, const Tile& t, const uint32_t* acc, int r_lo, int lane) {
-  const bool whole = t.m_local0 + kBlockM <= t.m_g && t.n0 + kTileN <= p.n;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int m_local = t.m_local0 + r_lo + 8 * h;
-    if (!whole && m_local >= t.m_g) continue;
-    int32_t* row = p.c + static_cast<int64_t>(t.row0 + r_lo + 8 * h) * p.ldc;
-#pragma unroll
-    for (int j = 0; j < kTileN / 8; ++j) {
-      const int col = t.n0 + 8 * j + 2 * (lane % 4);
-      const int v0 = static_cast<int>(acc[4 * j + 2 * h]), v1 = static_cast<int>(acc[4 * j + 2 * h + 1]);
-      if (p.vector_store && (whole || col + 1 < p.n)) {
-        *reinterpret_cast<int2*>(row + col) = make_int2(v0, v1);
-      } else if (whole || col < p.n) {
-        row[col] = v0;
-        if (col + 1 < p.n) row[col + 1] = v1;
-      }
-    }
-  }
 }
 
 __global__ void __launch_bounds__(kThreads, 1) grouped_s8_rr_kernel(const __grid_constant__ Params p) {
@@ -201,14 +109,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_s8_rr_kernel(const __grid
                  0, false, true);
       }
       store_block(s.b[stage], kc, nc, cur);
-      // The stores made visible to the wgmmas (the async proxy), then this warp's arrival. In SASS
-      // fence.proxy.async is MEMBAR.ALL.CTA + FENCE.VIEW.ASYNC.S; if the MEMBAR waits for this thread's loads of
-      // the next step, the prefetch hides nothing (the suspect for the kernel's speed, docs/PERF_2026-12-05e.md).
-      if (CKGEMM_S8_FENCE == 1) cutlass::arch::fence_view_async_shared();
-      if (CKGEMM_S8_FENCE >= 3)
-        asm volatile("fence.proxy.async::generic.release.sync_restrict::shared::cta.cluster;" ::: "memory");
-      __syncwarp();
-      if (lane == 0) Barrier::arrive(&s.full[stage]);
+      publish_b(&s.full[stage], lane);
       if (CKGEMM_S8_LOADS_AFTER && nu < units) load_block(p, nt, nkb, kc, nc, nxt);
       if (++stage == kStages) { stage = 0; phase ^= 1; }
       u = nu; kb = nkb; t = nt;
@@ -221,53 +122,18 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_s8_rr_kernel(const __grid
       }
     }
   } else {
-    const int wg = warp_group - 1, warp = (tid / 32) % 4;
-    const int r_lo = wg * 64 + warp * 16 + lane / 4;
-    int stage = 0;
-    uint32_t phase = 0;
-    uint32_t acc[kTileN / 2];
+    const int wg = warp_group - 1;
     const uint32_t a_lo0 = __shfl_sync(0xffffffffu, smem_desc_lo(s.a[0] + wg * 64 * kBlockK), 0);
     const uint32_t b_lo0 = __shfl_sync(0xffffffffu, smem_desc_lo(s.b[0]), 0);
-    for (int u = cluster; u < units; u += clusters) {
-      const Tile t = tile_of(u);
-      const bool skip = __shfl_sync(0xffffffffu, static_cast<int>(t.m_local0 + wg * 64 >= t.m_g || t.n0 >= p.n), 0);
-      if (skip) {  // no rows of the group in this warp group's half, or a pair's tile past N: keep the ring in step
-        for (int kb = 0; kb < k_blocks; ++kb) {
-          Barrier::wait(&s.full[stage], phase);
-          if (lane < 2) Barrier::arrive(&s.empty[stage], lane, 1);
-          if (++stage == kStages) { stage = 0; phase ^= 1; }
-        }
-        continue;
-      }
-#pragma unroll
-      for (int i = 0; i < kTileN / 2; ++i) acc[i] = 0;
-      int prev = -1;
-      for (int kb = 0; kb < k_blocks; ++kb) {
-        Barrier::wait(&s.full[stage], phase);
-        if (CKGEMM_S8_FENCE == 2) cutlass::arch::fence_view_async_shared();
-        if (CKGEMM_S8_FENCE == 4)
-          asm volatile("fence.proxy.async::generic.acquire.sync_restrict::shared::cluster.cluster;" ::: "memory");
-#pragma unroll
-        for (int i = 0; i < kTileN / 2; ++i) cute::warpgroup_fence_operand(acc[i]);
-        cute::warpgroup_arrive();
-        const uint32_t da = a_lo0 + stage * (kBytesA / 16), db = b_lo0 + stage * (kBytesB / 16);
-#pragma unroll
-        for (int kk = 0; kk < kBlockK / 32; ++kk)
-          mma_s8(desc_of(da + 2 * kk), desc_of(db + 2 * kk), acc, std::make_index_sequence<kTileN / 2>{});
-        cute::warpgroup_commit_batch();
-        cute::warpgroup_wait<1>();  // the previous k-block's wgmmas are done: release its stage
-#pragma unroll
-        for (int i = 0; i < kTileN / 2; ++i) cute::warpgroup_fence_operand(acc[i]);
-        if (prev >= 0 && lane < 2) Barrier::arrive(&s.empty[prev], lane, 1);
-        prev = stage;
-        if (++stage == kStages) { stage = 0; phase ^= 1; }
-      }
-      cute::warpgroup_wait<0>();
-#pragma unroll
-      for (int i = 0; i < kTileN / 2; ++i) cute::warpgroup_fence_operand(acc[i]);
-      if (prev >= 0 && lane < 2) Barrier::arrive(&s.empty[prev], lane, 1);
-      store_tile_s32(p, t, acc, r_lo, lane);
-    }
+    consume(s, p, units, cluster, clusters, rank, wg, k_blocks,
+            [&](int step) { Barrier::wait(&s.full[step % kStages], (step / kStages) & 1); },
+            [&](int step, uint32_t& da, uint32_t& db) {
+              da = a_lo0 + step % kStages * (kBytesA / 16);
+              db = b_lo0 + step % kStages * (kBytesB / 16);
+            },
+            [&](int step, int lane) {  // lane 0 here, lane 1 the other CTA (A is multicast)
+              if (lane < 2) Barrier::arrive(&s.empty[step % kStages], lane, 1);
+            });
   }
   cute::cluster_arrive_relaxed();
   cute::cluster_wait();

@@ -1,6 +1,8 @@
-// Host half of ckgemm's own int8 RR grouped kernel (ws_s8_rr.cuh): what it accepts, A's tensor map and the
-// launch of a packed call of the ckgemm ABI (PackedArgs with B [G, K, N] row-major; one kernel, whose CTAs
-// read the group sizes themselves).
+// Host half of ckgemm's own int8 RR grouped kernels: the tensor maps and the launch of a packed call of the ckgemm
+// ABI (PackedArgs with B [G, K, N] row-major; one kernel, whose CTAs read the group sizes themselves). Which kernel
+// is a build switch while both are experiments (docs/PERF_2026-12-05e.md): CKGEMM_S8_TMA 0 (default) launches
+// ws_s8_rr.cuh's (B through the producer's registers), 1 ws_s8_rr_tma.cuh's (B by TMA, transposed in shared
+// memory).
 #pragma once
 
 #include <cuda.h>
@@ -9,13 +11,21 @@
 
 #include "ws_fp8_launch.cuh"
 #include "ws_s8_rr.cuh"
+#include "ws_s8_rr_tma.cuh"
 #include "ws_s8_rr_rules.h"
+
+#ifndef CKGEMM_S8_TMA
+#define CKGEMM_S8_TMA 0
+#endif
 
 namespace ckgemm::ws::s8 {
 
+constexpr auto kKernel = CKGEMM_S8_TMA ? grouped_s8_rr_tma_kernel : grouped_s8_rr_kernel;
+constexpr size_t kSmemBytes = CKGEMM_S8_TMA ? sizeof(SmemTma) : sizeof(Smem);
+
 inline cudaError_t smem_raised() {
-  static const cudaError_t raised = cudaFuncSetAttribute(grouped_s8_rr_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                         static_cast<int>(sizeof(Smem)));
+  static const cudaError_t raised =
+      cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes));
   return raised;
 }
 
@@ -26,8 +36,16 @@ inline cudaError_t launch(const PackedArgs& c, int sm_count, cudaStream_t stream
   const cuuint64_t dims_a[2] = {static_cast<cuuint64_t>(c.k), static_cast<cuuint64_t>(c.rows)};
   const cuuint64_t strides_a[1] = {static_cast<cuuint64_t>(c.lda)};
   const cuuint32_t box_a[2] = {kBlockK, kRowsA};
-  if (!encode(&p.tma_a, c.a, 2, dims_a, strides_a, box_a)) {
-    *why = "cuTensorMapEncodeTiled refused A";
+  // B as stored, [groups, k, n], for the TMA form: boxes of 128 columns (128 bytes, the swizzle's row) x 128 rows.
+  // One group: B's group stride is never followed (it may be 0), but the tensor map wants a real one.
+  const int64_t b_group_stride = c.groups > 1 ? c.b_group_stride : c.k * c.ldb;
+  const cuuint64_t dims_b[3] = {static_cast<cuuint64_t>(c.n), static_cast<cuuint64_t>(c.k),
+                                static_cast<cuuint64_t>(c.groups)};
+  const cuuint64_t strides_b[2] = {static_cast<cuuint64_t>(c.ldb), static_cast<cuuint64_t>(b_group_stride)};
+  const cuuint32_t box_b[3] = {128, kBlockK, 1};
+  if (!encode(&p.tma_a, c.a, 2, dims_a, strides_a, box_a) ||
+      (CKGEMM_S8_TMA && !encode(&p.tma_b, c.b, 3, dims_b, strides_b, box_b))) {
+    *why = "cuTensorMapEncodeTiled refused the operands";
     return cudaErrorInvalidValue;
   }
   p.b = static_cast<const int8_t*>(c.b);
@@ -47,8 +65,8 @@ inline cudaError_t launch(const PackedArgs& c, int sm_count, cudaStream_t stream
   const int grid = pair_grid(units, sm_count);
   if (grid == 0) return cudaSuccess;
   cudaLaunchAttribute attr;
-  const cudaLaunchConfig_t config = pair_config(grid, kThreads, sizeof(Smem), stream, &attr);
-  const cudaError_t e = cudaLaunchKernelEx(&config, grouped_s8_rr_kernel, p);
+  const cudaLaunchConfig_t config = pair_config(grid, kThreads, kSmemBytes, stream, &attr);
+  const cudaError_t e = cudaLaunchKernelEx(&config, kKernel, p);
   if (e != cudaSuccess) *why = std::string("launch: ") + cudaGetErrorString(e);
   return e;
 }

@@ -1,0 +1,142 @@
+// ckgemm's own int8 RR grouped kernel, second form: B [G, K, N] (N contiguous) loaded by TMA as it is stored into
+// a ring of raw tiles, transposed in shared memory by two producer warps into the K-major tile the wgmmas read.
+// Exact int32 out. Not yet run on a GPU (docs/PERF_2026-12-05e.md).
+//
+// Why a second form: the first (ws_s8_rr.cuh) loads B through registers, so the bytes it has in flight are what
+// its producer's registers hold (32-64 KB an SM); at the ~2 us loaded latency its calls imply, that paces every
+// k-block at about 4000 cycles. Here TMA keeps whole tiles in flight and the transposing threads touch only
+// shared memory, so their proxy fence has no global load to wait for. The cost is shared-memory traffic: each
+// k-block's B is read and written once more (64 KB), beside RC's TMA writes and wgmma reads.
+//
+//   - 384 threads in clusters of two sharing A, the fp8 kernel's schedule and group table (as ws_s8_rr.cuh);
+//   - ring In (kIn deep): a step's A tile and B's raw tile, issued together by warp 0's lane 0 (A multicast, half
+//     from each CTA; B as two 128 x 128 boxes, N halves, 128-byte swizzle: row k's chunk c at c ^ (k % 8));
+//   - ring Bt (kBt deep): the transposed, K-major B tile. Warps 2 and 3 transpose: each thread two 16 x 16 byte
+//     blocks a k-block (kc = lane % 8, nc = (lane % 8 + phase) % 8 + 8h, phase = thread / 8), so the eight lanes
+//     of every shared load and store phase touch eight different 16-byte chunks: no bank conflict either way.
+//     Warp 1 idles;
+//   - the consumers are ws_s8_parts.cuh's loop, reading A from ring In and B from ring Bt.
+#pragma once
+
+#include "ws_s8_parts.cuh"
+
+namespace ckgemm::ws::s8 {
+
+// Two rings. In: A's tile (16 KB) and B's raw tile (32 KB) of a step, loaded together by one TMA thread (kIn deep,
+// so both are issued two steps ahead). Bt: the transposed B tile (32 KB) the wgmmas read, written one step ahead
+// (kBt deep). 3 x 48 + 2 x 32 = 208 KB.
+#ifndef CKGEMM_S8_TMA_IN
+#define CKGEMM_S8_TMA_IN 3
+#endif
+#ifndef CKGEMM_S8_TMA_BT
+#define CKGEMM_S8_TMA_BT 2
+#endif
+constexpr int kIn = CKGEMM_S8_TMA_IN, kBt = CKGEMM_S8_TMA_BT;
+
+struct alignas(1024) SmemTma {
+  uint8_t a[kIn][kBytesA];
+  uint8_t raw[kIn][kBytesB];  // two 128 (K) x 128 (N) halves, 128-byte swizzled rows
+  uint8_t b[kBt][kBytesB];    // K-major, as the wgmmas read it
+  uint64_t in_full[kIn], in_empty[kIn], bt_full[kBt], bt_empty[kBt];
+  int row_start[kMaxGroups + 1], unit_start[kMaxGroups + 1];
+  int bad;
+};
+static_assert(sizeof(SmemTma) <= 227 * 1024, "shared memory of one SM");
+
+__device__ __forceinline__ uint4 lds16(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
+  return v;
+}
+
+// Block (kc, nc) of a raw tile: rows kc * 16 + i of N half nc / 8, 16-byte chunk nc % 8 (stored at chunk
+// (nc % 8) ^ (row % 8); row % 8 == i % 8).
+__device__ __forceinline__ void load_raw_block(const uint8_t* raw, int kc, int nc, uint4 (&d)[16]) {
+  const uint32_t base = smem_u32(raw + (nc / 8) * (kBytesB / 2) + kc * 16 * kBlockK);
+  const int c = nc % 8;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) d[i] = lds16(base + i * kBlockK + ((c ^ (i & 7)) << 4));
+}
+
+__global__ void __launch_bounds__(kThreads, 1) grouped_s8_rr_tma_kernel(const __grid_constant__ Params p) {
+  using Barrier = cutlass::arch::ClusterTransactionBarrier;
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  auto& s = *reinterpret_cast<SmemTma*>(smem_raw);
+  const int tid = threadIdx.x, warp_group = tid / 128, warp = tid / 32, lane = tid % 32;
+  const int rank = static_cast<int>(cute::block_rank_in_cluster());
+  const int n_blocks = (p.n + kTileN - 1) / kTileN, k_blocks = (p.k + kBlockK - 1) / kBlockK;
+  if (tid == 0) {
+    for (int i = 0; i < kIn; ++i) {
+      Barrier::init(&s.in_full[i], 1);        // the TMA thread's expect_tx (A's bytes from both CTAs, B's)
+      Barrier::init(&s.in_empty[i], 16 + 2);  // each consumer warp of both CTAs (A), each transposing warp (B)
+    }
+    for (int i = 0; i < kBt; ++i) {
+      Barrier::init(&s.bt_full[i], 2);   // each transposing warp
+      Barrier::init(&s.bt_empty[i], 8);  // each consumer warp of this CTA
+    }
+    cutlass::arch::fence_barrier_init();
+  }
+  build_table<false>(s, p, n_blocks);
+  cute::cluster_arrive_relaxed();
+  cute::cluster_wait();
+  const int units = s.unit_start[p.groups], cluster = blockIdx.x / 2, clusters = gridDim.x / 2;
+  auto phase = [](int step, int depth) { return static_cast<uint32_t>((step / depth) & 1); };
+
+  if (warp_group == 0) {
+    if (warp == 0 && lane == 0) {  // the TMA thread: A (half of it from each CTA into both) and B's raw tile
+      int step = 0;
+      for (int u = cluster; u < units; u += clusters) {
+        const Tile t = decode<kTileN, false>(s, p.groups, u, rank);
+        for (int kb = 0; kb < k_blocks; ++kb, ++step) {
+          const int r = step % kIn;
+          Barrier::wait(&s.in_empty[r], phase(step, kIn) ^ 1);
+          Barrier::arrive_and_expect_tx(&s.in_full[r], kBytesA + kBytesB);
+          tma_load(&p.tma_a, &s.in_full[r], s.a[r] + rank * kRowsA * kBlockK, kb * kBlockK, t.row0 + rank * kRowsA,
+                   0, false, true);
+          for (int h = 0; h < 2; ++h)  // coordinates innermost first: n, k, group
+            tma_load(&p.tma_b, &s.in_full[r], s.raw[r] + h * (kBytesB / 2), t.n0 + h * 128, kb * kBlockK, t.g, true,
+                     false);
+        }
+      }
+    } else if (warp >= 2) {  // the transposing warps
+      const int t64 = tid - 64, kc = t64 % 8, phase8 = t64 / 8;
+      const int steps = k_blocks * (cluster < units ? (units - cluster + clusters - 1) / clusters : 0);
+      for (int step = 0; step < steps; ++step) {
+        const int r = step % kIn, st = step % kBt;
+        Barrier::wait(&s.in_full[r], phase(step, kIn));
+        Barrier::wait(&s.bt_empty[st], phase(step, kBt) ^ 1);
+#pragma unroll 1
+        for (int h = 0; h < 2; ++h) {
+          const int nc = (kc + phase8) % 8 + 8 * h;
+          uint4 d[16];
+          load_raw_block(s.raw[r], kc, nc, d);
+          store_block(s.b[st], kc, nc, d);
+        }
+        __syncwarp();
+        if (lane == 0) Barrier::arrive(&s.in_empty[r]);  // every lane's loads are in: their values were stored
+        publish_b(&s.bt_full[st], lane);
+      }
+    }
+  } else {
+    const int wg = warp_group - 1;
+    const uint32_t a_lo0 = __shfl_sync(0xffffffffu, smem_desc_lo(s.a[0] + wg * 64 * kBlockK), 0);
+    const uint32_t b_lo0 = __shfl_sync(0xffffffffu, smem_desc_lo(s.b[0]), 0);
+    consume(s, p, units, cluster, clusters, rank, wg, k_blocks,
+            [&](int step) {
+              Barrier::wait(&s.in_full[step % kIn], phase(step, kIn));
+              Barrier::wait(&s.bt_full[step % kBt], phase(step, kBt));
+            },
+            [&](int step, uint32_t& da, uint32_t& db) {
+              da = a_lo0 + step % kIn * (kBytesA / 16);
+              db = b_lo0 + step % kBt * (kBytesB / 16);
+            },
+            [&](int step, int lane) {
+              if (lane < 2) Barrier::arrive(&s.in_empty[step % kIn], lane, 1);  // lane 1: the other CTA's (A)
+              if (lane == 0) Barrier::arrive(&s.bt_empty[step % kBt]);
+            });
+  }
+  cute::cluster_arrive_relaxed();
+  cute::cluster_wait();
+}
+
+}  // namespace ckgemm::ws::s8
