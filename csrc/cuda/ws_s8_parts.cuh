@@ -15,6 +15,7 @@
 #include "cute/arch/mma_sm90_gmma.hpp"
 #include "cutlass/arch/barrier.h"
 #include "ws_fp8_parts.cuh"
+#include "ws_s8_layout.h"
 #include "ws_s8_rr_rules.h"
 
 // Experiment switches (docs/PERF_2026-12-05e.md): CKGEMM_S8_FENCE 1 = each producer thread fences its stores
@@ -48,32 +49,17 @@ __device__ __forceinline__ void mma_s8(uint64_t da, uint64_t db, uint32_t* d, st
   Mma::fma(da, db, d[I]..., cute::SM90::GMMA::ScaleOut::One);
 }
 
-// A 4 x 4 byte transpose: x[i] holds row i's four bytes, y[j] gets column j's (row 0 in the low byte).
-__device__ __forceinline__ void transpose4(uint32_t x0, uint32_t x1, uint32_t x2, uint32_t x3, uint32_t* y) {
-  const uint32_t t0 = __byte_perm(x0, x1, 0x5140), t1 = __byte_perm(x0, x1, 0x7362);
-  const uint32_t t2 = __byte_perm(x2, x3, 0x5140), t3 = __byte_perm(x2, x3, 0x7362);
-  y[0] = __byte_perm(t0, t2, 0x5410);
-  y[1] = __byte_perm(t0, t2, 0x7632);
-  y[2] = __byte_perm(t1, t3, 0x5410);
-  y[3] = __byte_perm(t1, t3, 0x7632);
-}
-
-__device__ __forceinline__ uint32_t word(const uint4& v, int c) { return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w; }
-
-// The block K-major into the stage's B tile (row n: 128 bytes of K; 16-byte chunk c stored at chunk c ^ (n % 8),
-// TMA's 128-byte swizzle). The eight lanes of a store phase share nc and differ in kc: eight chunks of one row,
-// no bank conflict.
-__device__ __forceinline__ void store_block(uint8_t* tile, int kc, int nc, const uint4 (&d)[16]) {
+// A block (rows[i]: K row kc * 16 + i's 16 bytes of N, columns nc * 16 ..) K-major into a B tile (ws_s8_layout.h):
+// column nc * 16 + 4c + j's 16 bytes of K as one 16-byte store.
+__device__ __forceinline__ void store_block(uint8_t* tile, Block blk, const uint32_t (&rows)[16][4]) {
+  const uint32_t base = smem_u32(tile);
 #pragma unroll
-  for (int c = 0; c < 4; ++c) {  // columns nc * 16 + 4c .. + 3
-    uint32_t y[4][4];            // [q: rows 4q .. 4q + 3][column 4c + j]
-#pragma unroll
-    for (int q = 0; q < 4; ++q)
-      transpose4(word(d[4 * q], c), word(d[4 * q + 1], c), word(d[4 * q + 2], c), word(d[4 * q + 3], c), y[q]);
+  for (int c = 0; c < 4; ++c) {
+    uint32_t y[4][4];
+    transpose_columns(rows, c, y);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const int n_local = 4 * c + j;  // n % 8 == n_local % 8: nc * 16 is a multiple of 8
-      const uint32_t dst = smem_u32(tile + (nc * 16 + n_local) * kBlockK + ((kc ^ (n_local & 7)) << 4));
+      const uint32_t dst = base + kmajor_offset(blk.nc * 16 + 4 * c + j, blk.kc);
       asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" :: "r"(dst), "r"(y[0][j]), "r"(y[1][j]), "r"(y[2][j]),
                    "r"(y[3][j]) : "memory");
     }

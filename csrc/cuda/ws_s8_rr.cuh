@@ -50,22 +50,20 @@ struct alignas(1024) Smem {
 // A 16-byte load of B, or zeros where `in` is false: one predicated instruction whose registers are zeroed first,
 // so nothing consumes the loaded value until the transpose (a select after the load waited for each load's
 // whole latency in turn: the first build ran at a third of the RC kernel's rate, docs/PERF_2026-12-05e.md).
-__device__ __forceinline__ uint4 load_b16(const int8_t* p, bool in) {
-  uint4 v;
+__device__ __forceinline__ void load_b16(const int8_t* p, bool in, uint32_t (&v)[4]) {
   asm volatile(
       "{\n .reg .pred p;\n setp.ne.b32 p, %5, 0;\n mov.b32 %0, 0;\n mov.b32 %1, 0;\n mov.b32 %2, 0;\n mov.b32 %3, 0;\n"
       " @p ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n}"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "r"(static_cast<int>(in)));
-  return v;
+      : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3]) : "l"(p), "r"(static_cast<int>(in)));
 }
 
-// This thread's 16 x 16 block of the tile's k-block kb: rows kb * 128 + kc * 16 + i, columns t.n0 + nc * 16 + j.
-__device__ __forceinline__ void load_block(const Params& p, const Tile& t, int kb, int kc, int nc, uint4 (&d)[16]) {
-  const int n = t.n0 + nc * 16, k = kb * kBlockK + kc * 16;
+// This thread's 16 x 16 block of the tile's k-block kb: rows kb * 128 + kc * 16 + i, columns t.n0 + nc * 16 + ...
+__device__ __forceinline__ void load_block(const Params& p, const Tile& t, int kb, Block blk, uint32_t (&d)[16][4]) {
+  const int n = t.n0 + blk.nc * 16, k = kb * kBlockK + blk.kc * 16;
   const int8_t* src = p.b + t.g * p.b_group_stride + static_cast<int64_t>(k) * p.ldb + n;
   const bool n_ok = n < p.n;
 #pragma unroll
-  for (int i = 0; i < 16; ++i) d[i] = load_b16(src + i * p.ldb, n_ok && k + i < p.k);
+  for (int i = 0; i < 16; ++i) load_b16(src + i * p.ldb, n_ok && k + i < p.k, d[i]);
 }
 
 __global__ void __launch_bounds__(kThreads, 1) grouped_s8_rr_kernel(const __grid_constant__ Params p) {
@@ -89,28 +87,28 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_s8_rr_kernel(const __grid
   auto tile_of = [&](int u) { return decode<kTileN, false>(s, p.groups, u, rank); };
 
   if (warp_group == 0) {  // producer: every thread transposes a block of B; thread 0 also loads A
-    const int kc = tid % 8, nc = tid / 8;
+    const Block blk = register_block(tid);
     int stage = 0;
     uint32_t phase = 0;
     // The (tile, k-block) steps of this cluster, flattened so that the next step's loads can be issued early.
     int u = cluster, kb = 0;
     Tile t = u < units ? tile_of(u) : Tile{};
-    uint4 d0[16], d1[16];
-    if (u < units && k_blocks > 0) load_block(p, t, kb, kc, nc, d0);
-    auto step = [&](uint4 (&cur)[16], uint4 (&nxt)[16]) {
+    uint32_t d0[16][4], d1[16][4];
+    if (u < units && k_blocks > 0) load_block(p, t, kb, blk, d0);
+    auto step = [&](uint32_t (&cur)[16][4], uint32_t (&nxt)[16][4]) {
       int nu = u, nkb = kb + 1;
       Tile nt = t;
       if (nkb == k_blocks) { nkb = 0; nu += clusters; if (nu < units) nt = tile_of(nu); }
-      if (!CKGEMM_S8_LOADS_AFTER && nu < units) load_block(p, nt, nkb, kc, nc, nxt);
+      if (!CKGEMM_S8_LOADS_AFTER && nu < units) load_block(p, nt, nkb, blk, nxt);
       Barrier::wait(&s.empty[stage], phase ^ 1);
       if (tid == 0) {
         Barrier::arrive_and_expect_tx(&s.full[stage], kBytesA);
         tma_load(&p.tma_a, &s.full[stage], s.a[stage] + rank * kRowsA * kBlockK, kb * kBlockK, t.row0 + rank * kRowsA,
                  0, false, true);
       }
-      store_block(s.b[stage], kc, nc, cur);
+      store_block(s.b[stage], blk, cur);
       publish_b(&s.full[stage], lane);
-      if (CKGEMM_S8_LOADS_AFTER && nu < units) load_block(p, nt, nkb, kc, nc, nxt);
+      if (CKGEMM_S8_LOADS_AFTER && nu < units) load_block(p, nt, nkb, blk, nxt);
       if (++stage == kStages) { stage = 0; phase ^= 1; }
       u = nu; kb = nkb; t = nt;
     };

@@ -13,8 +13,9 @@
 //     from each CTA; B as two 128 x 128 boxes, N halves, 128-byte swizzle: row k's chunk c at c ^ (k % 8));
 //   - ring Bt (kBt deep): the transposed, K-major B tile. Warps 2 and 3 transpose: each thread two 16 x 16 byte
 //     blocks a k-block (kc = lane % 8, nc = (lane % 8 + phase) % 8 + 8h, phase = thread / 8), so the eight lanes
-//     of every shared load and store phase touch eight different 16-byte chunks: no bank conflict either way.
-//     Warp 1 idles;
+//     of every shared load and store phase touch eight different 16-byte chunks: no bank conflict either way
+//     (ws_s8_layout.h; tests/cpp/test_ws_s8_layout.cpp checks the offsets, the transpose and the phases on the
+//     host). Warp 1 idles;
 //   - the consumers are ws_s8_parts.cuh's loop, reading A from ring In and B from ring Bt.
 #pragma once
 
@@ -43,19 +44,13 @@ struct alignas(1024) SmemTma {
 };
 static_assert(sizeof(SmemTma) <= 227 * 1024, "shared memory of one SM");
 
-__device__ __forceinline__ uint4 lds16(uint32_t addr) {
-  uint4 v;
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
-  return v;
-}
-
-// Block (kc, nc) of a raw tile: rows kc * 16 + i of N half nc / 8, 16-byte chunk nc % 8 (stored at chunk
-// (nc % 8) ^ (row % 8); row % 8 == i % 8).
-__device__ __forceinline__ void load_raw_block(const uint8_t* raw, int kc, int nc, uint4 (&d)[16]) {
-  const uint32_t base = smem_u32(raw + (nc / 8) * (kBytesB / 2) + kc * 16 * kBlockK);
-  const int c = nc % 8;
+// Block blk of a raw tile (ws_s8_layout.h): rows kc * 16 + i, columns nc * 16 .. + 15.
+__device__ __forceinline__ void load_raw_block(const uint8_t* raw, Block blk, uint32_t (&d)[16][4]) {
+  const uint32_t base = smem_u32(raw);
 #pragma unroll
-  for (int i = 0; i < 16; ++i) d[i] = lds16(base + i * kBlockK + ((c ^ (i & 7)) << 4));
+  for (int i = 0; i < 16; ++i)
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(d[i][0]), "=r"(d[i][1]), "=r"(d[i][2]), "=r"(d[i][3])
+                 : "r"(base + raw_offset(blk.kc * 16 + i, blk.nc)));
 }
 
 __global__ void __launch_bounds__(kThreads, 1) grouped_s8_rr_tma_kernel(const __grid_constant__ Params p) {
@@ -99,7 +94,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_s8_rr_tma_kernel(const __
         }
       }
     } else if (warp >= 2) {  // the transposing warps
-      const int t64 = tid - 64, kc = t64 % 8, phase8 = t64 / 8;
+      const int t64 = tid - 64;
       const int steps = k_blocks * (cluster < units ? (units - cluster + clusters - 1) / clusters : 0);
       for (int step = 0; step < steps; ++step) {
         const int r = step % kIn, st = step % kBt;
@@ -107,10 +102,10 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_s8_rr_tma_kernel(const __
         Barrier::wait(&s.bt_empty[st], phase(step, kBt) ^ 1);
 #pragma unroll 1
         for (int h = 0; h < 2; ++h) {
-          const int nc = (kc + phase8) % 8 + 8 * h;
-          uint4 d[16];
-          load_raw_block(s.raw[r], kc, nc, d);
-          store_block(s.b[st], kc, nc, d);
+          const Block blk = tma_block(t64, h);
+          uint32_t d[16][4];
+          load_raw_block(s.raw[r], blk, d);
+          store_block(s.b[st], blk, d);
         }
         __syncwarp();
         if (lane == 0) Barrier::arrive(&s.in_empty[r]);  // every lane's loads are in: their values were stored
