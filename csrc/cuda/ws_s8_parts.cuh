@@ -112,7 +112,7 @@ __device__ __forceinline__ void consume(S& s, const Params& p, int units, int cl
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
   const int r_lo = wg * 64 + warp * 16 + lane / 4;
   uint32_t acc[kTileN / 2];
-  int step = 0;
+  uint32_t step = 0;  // unsigned: the rings' % and / by their depths need no sign fix-ups
   for (int u = cluster; u < units; u += clusters) {
     const Tile t = decode<kTileN, false>(s, p.groups, u, rank);
     const bool skip = __shfl_sync(0xffffffffu, static_cast<int>(t.m_local0 + wg * 64 >= t.m_g || t.n0 >= p.n), 0);

@@ -124,12 +124,12 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_s8_rr_kernel(const __grid
     const uint32_t a_lo0 = __shfl_sync(0xffffffffu, smem_desc_lo(s.a[0] + wg * 64 * kBlockK), 0);
     const uint32_t b_lo0 = __shfl_sync(0xffffffffu, smem_desc_lo(s.b[0]), 0);
     consume(s, p, units, cluster, clusters, rank, wg, k_blocks,
-            [&](int step) { Barrier::wait(&s.full[step % kStages], (step / kStages) & 1); },
-            [&](int step, uint32_t& da, uint32_t& db) {
+            [&](uint32_t step) { Barrier::wait(&s.full[step % kStages], (step / kStages) & 1); },
+            [&](uint32_t step, uint32_t& da, uint32_t& db) {
               da = a_lo0 + step % kStages * (kBytesA / 16);
               db = b_lo0 + step % kStages * (kBytesB / 16);
             },
-            [&](int step, int lane) {  // lane 0 here, lane 1 the other CTA (A is multicast)
+            [&](uint32_t step, int lane) {  // lane r arrives on rank r's barrier (A is multicast)
               if (lane < 2) Barrier::arrive(&s.empty[step % kStages], lane, 1);
             });
   }

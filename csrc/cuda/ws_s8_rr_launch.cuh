@@ -32,6 +32,7 @@ inline cudaError_t smem_raised() {
 inline cudaError_t launch(const PackedArgs& c, int sm_count, cudaStream_t stream, std::string* why) {
   *why = rejects(c);
   if (!why->empty()) return cudaErrorInvalidValue;
+  if (c.n == 0) return cudaSuccess;  // nothing to store (and a tensor map of B wants N > 0)
   Params p{};
   const cuuint64_t dims_a[2] = {static_cast<cuuint64_t>(c.k), static_cast<cuuint64_t>(c.rows)};
   const cuuint64_t strides_a[1] = {static_cast<cuuint64_t>(c.lda)};
