@@ -6,7 +6,8 @@
 #   E  the producers' release fence restricted to shared::cta    F  E and the consumers' matching acquire fence
 #   G  the TMA form (ws_s8_rr_tma.cuh: B by TMA, transposed in shared memory), rings In 3 / Bt 2
 #   H  the TMA form, rings In 2 / Bt 3
-# Stages: check (each build exact on the check shapes, one process each), perf (the builds check passed, or all
+# Stages: build (the extension with int8 instances only, unless ckgemm/_C*.so is there: the op's forms in perf),
+# check (each build exact on the check shapes, one process each), perf (the builds check passed, or all
 # without it, on the prefill and decode cases beside the op's RR per call, prepacked and RC: needs the extension,
 # built or carried as ckgemm/_C*.so), sass (Nsight
 # Compute's per-instruction warp states of build $WS_S8_PROFILE (default A) on DeepSeek-V3 prefill, CSV of the source page), dump (cuobjdump
@@ -32,6 +33,8 @@ B="python3 benchmarks/native/bench_ws_s8_rr.py --lib $LIBS"
 PR=${WS_S8_PROFILE:-A}
 for stage in "$@"; do
   case $stage in
+    build) CKGEMM_DTYPES=int8 TORCH_CUDA_ARCH_LIST=9.0a OUT="$OUT" bash scripts/device_suite.sh build > "$OUT/build.log" 2>&1
+           echo "build rc=$?"; tail -3 "$OUT/build.log" ;;
     check)  # one process and time limit per build, so that a hang costs only its own; perf then times the exact ones
       PASSED=""
       for v in $BUILDS; do
