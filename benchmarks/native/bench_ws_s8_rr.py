@@ -12,7 +12,8 @@ A B B A order; the outputs of every form equal before anything is timed.
     python benchmarks/native/bench_ws_s8_rr.py --lib /tmp/libws_s8.so [--check-only] [--iters 20]
 
 --lib takes several builds of the C entry as NAME=PATH,NAME=PATH (e.g. the kernel's experiment switches):
-each is checked, then timed as its own form beside the op's. --profile NAME only runs that build on the first
+each is checked, then those that passed every check are timed as their own forms beside the op's (the exit
+status is 1 when any failed). --profile NAME only runs that build on the first
 selected case three times (no checks, no timing), for Nsight Compute (benchmarks/native/ws_s8_device.sh).
 """
 from __future__ import annotations
@@ -91,6 +92,16 @@ def check(kernel, seed: int) -> list[dict]:
     return rows
 
 
+def case_inputs(name: str, seed: int):
+    """A timing case's group sizes, A and B [G, K, N] (random from the seed), and the sizes on the device."""
+    experts, tokens, n, k = CASES[name]
+    case = shapes.moe_split(tokens, experts, n, k, seed, dist="multinomial")
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    a = torch.randint(-128, 128, (tokens, k), dtype=torch.int8, device="cuda", generator=gen)
+    b_kn = torch.randint(-128, 128, (experts, k, n), dtype=torch.int8, device="cuda", generator=gen)
+    return a, b_kn, torch.tensor(case.ms, dtype=torch.int32, device="cuda")
+
+
 def timing(kernels: dict, args) -> list[dict]:
     import ckgemm
     from ckgemm.backends.native import _C
@@ -99,21 +110,17 @@ def timing(kernels: dict, args) -> list[dict]:
         print("the native extension is not built: only the checks ran")
         return []
     rows = []
-    for name, (experts, tokens, n, k) in CASES.items():
-        if args.cases and not any(c in name for c in args.cases.split(",")):
+    for name in CASES:
+        if not selected(name, args):
             continue
-        case = shapes.moe_split(tokens, experts, n, k, args.seed, dist="multinomial")
-        gen = torch.Generator(device="cuda").manual_seed(args.seed)
-        a = torch.randint(-128, 128, (tokens, k), dtype=torch.int8, device="cuda", generator=gen)
-        b_kn = torch.randint(-128, 128, (experts, k, n), dtype=torch.int8, device="cuda", generator=gen)
+        a, b_kn, gs = case_inputs(name, args.seed)
         b_nk = b_kn.transpose(-1, -2).contiguous()
-        gs = torch.tensor(case.ms, dtype=torch.int32, device="cuda")
         weights = ckgemm.prepack(b_kn, layout="RR")
-        own_out = torch.full((tokens, n), POISON, dtype=torch.int32, device="cuda")
+        own_out = torch.full((a.shape[0], b_kn.shape[2]), POISON, dtype=torch.int32, device="cuda")
         forms = {f"own RR {label}": (lambda kern=kern: kern(a, b_kn, gs, own_out)) for label, kern in kernels.items()}
         forms.update({"op RR per call": lambda: ckgemm.grouped_gemm_packed(a, b_kn, gs, layout="RR"),
-                 "op RR prepacked": lambda: ckgemm.grouped_gemm_packed(a, weights, gs),
-                 "op RC": lambda: ckgemm.grouped_gemm_packed(a, b_nk, gs)})
+                      "op RR prepacked": lambda: ckgemm.grouped_gemm_packed(a, weights, gs),
+                      "op RC": lambda: ckgemm.grouped_gemm_packed(a, b_nk, gs)})
         first = forms["op RC"]().clone()
         for label, fn in forms.items():
             assert torch.equal(fn(), first), f"{name}: {label} differs from the op's RC"
@@ -134,14 +141,14 @@ def timing(kernels: dict, args) -> list[dict]:
     return rows
 
 
+def selected(name: str, args) -> bool:
+    return not args.cases or any(c in name for c in args.cases.split(","))
+
+
 def profile(kernel, args) -> int:
-    name = next(n for n in CASES if not args.cases or any(c in n for c in args.cases.split(",")))
-    experts, tokens, n, k = CASES[name]
-    case = shapes.moe_split(tokens, experts, n, k, args.seed, dist="multinomial")
-    a = torch.randint(-128, 128, (tokens, k), dtype=torch.int8, device="cuda")
-    b_kn = torch.randint(-128, 128, (experts, k, n), dtype=torch.int8, device="cuda")
-    gs = torch.tensor(case.ms, dtype=torch.int32, device="cuda")
-    out = torch.empty(tokens, n, dtype=torch.int32, device="cuda")
+    name = next(n for n in CASES if selected(n, args))
+    a, b_kn, gs = case_inputs(name, args.seed)
+    out = torch.empty(a.shape[0], b_kn.shape[2], dtype=torch.int32, device="cuda")
     for _ in range(3):
         kernel(a, b_kn, gs, out)
     torch.cuda.synchronize()
@@ -167,17 +174,16 @@ def main() -> int:
     kernels = {(name if path else "(in-kernel transpose)"): Kernel(path or name) for name, _, path in libs}
     if args.profile:
         return profile(kernels[args.profile], args)
-    status = 0
+    exact = {}
     for label, kernel in kernels.items():
         checks = check(kernel, args.seed)
         print(label)
         print(tabulate(checks, headers="keys"), flush=True)
-        status |= not all(r["ok"] for r in checks)
-    if status and len(kernels) == 1:
-        return 1
-    if not args.check_only:
-        print(tabulate(timing(kernels, args), headers="keys", floatfmt=".4g"))
-    return int(status)
+        if all(r["ok"] for r in checks):
+            exact[label] = kernel
+    if exact and not args.check_only:  # only the builds that passed every check are timed
+        print(tabulate(timing(exact, args), headers="keys", floatfmt=".4g"))
+    return int(len(exact) < len(kernels))
 
 
 if __name__ == "__main__":

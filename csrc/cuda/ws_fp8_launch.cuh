@@ -74,9 +74,11 @@ void set_call_fields(P& p, const PackedArgs& c) {
 }
 
 // The grid of a call of the own kernels: clusters of two, at most one CTA per SM, no more than `units` (an upper
-// bound on the call's cluster units from the host-side sizes).
+// bound on the call's cluster units from the host-side sizes), and one cluster at least: a cap of one SM
+// (ckgemm.set_num_sms(1)) still gets a pair rather than an empty grid.
 inline int pair_grid(int64_t units, int sm_count) {
-  return static_cast<int>(2 * (units < sm_count / 2 ? units : sm_count / 2));
+  const int64_t clusters = sm_count / 2 > 0 ? sm_count / 2 : 1;
+  return static_cast<int>(2 * (units < clusters ? units : clusters));
 }
 
 // A launch of `grid` CTAs of `threads` in clusters of two (attr: the caller's storage for the cluster attribute).

@@ -63,10 +63,8 @@ inline cudaError_t launch(const PackedArgs& c, int sm_count, cudaStream_t stream
   // Clusters of two sharing A (two N-blocks of one M-block a unit).
   const int64_t n_blocks = (c.n + kTileN - 1) / kTileN;
   const int64_t units = (c.rows / kBlockM + c.groups) * ((n_blocks + 1) / 2);
-  const int grid = pair_grid(units, sm_count);
-  if (grid == 0) return cudaSuccess;
   cudaLaunchAttribute attr;
-  const cudaLaunchConfig_t config = pair_config(grid, kThreads, kSmemBytes, stream, &attr);
+  const cudaLaunchConfig_t config = pair_config(pair_grid(units, sm_count), kThreads, kSmemBytes, stream, &attr);
   const cudaError_t e = cudaLaunchKernelEx(&config, kKernel, p);
   if (e != cudaSuccess) *why = std::string("launch: ") + cudaGetErrorString(e);
   return e;
