@@ -13,7 +13,8 @@ A B B A order; the outputs of every form equal before anything is timed.
 
 --lib takes several builds of the C entry as NAME=PATH,NAME=PATH (e.g. the kernel's experiment switches):
 each is checked, then those that passed every check are timed as their own forms beside the op's (the exit
-status is 1 when any failed). --profile NAME only runs that build on the first
+status is 1 when any failed). On the H100 (2026-12-05) a second build's launch failed with "invalid argument"
+in a process that had run the first, so ws_s8_device.sh times each build in its own process. --profile NAME only runs that build on the first
 selected case three times (no checks, no timing), for Nsight Compute (benchmarks/native/ws_s8_device.sh).
 """
 from __future__ import annotations

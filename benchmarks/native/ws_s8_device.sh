@@ -43,7 +43,14 @@ for stage in "$@"; do
         [ $rc -eq 0 ] && PASSED+="${PASSED:+,}$v=/tmp/libws_s8_$v.so"
       done
       B="python3 benchmarks/native/bench_ws_s8_rr.py --lib ${PASSED:-$LIBS}" ;;
-    perf) timeout 480 $B --iters 10 > "$OUT/perf.log" 2>&1; echo "perf rc=$?"; tail -40 "$OUT/perf.log" ;;
+    perf)  # one process per build beside the op's forms: two builds' C entries in one process fail to launch
+      for lib in ${B#*--lib }; do
+        for one in ${lib//,/ }; do
+          v=${one%%=*}; timeout ${WS_S8_PERF_TIMEOUT:-120} python3 benchmarks/native/bench_ws_s8_rr.py --lib $one --iters 10 \
+            > "$OUT/perf_$v.log" 2>&1
+          echo "perf $v rc=$?"; grep -E "own RR|op RR per call|op RC" "$OUT/perf_$v.log" | grep -v "^case"
+        done
+      done ;;
     sass)
       timeout 200 ncu --clock-control none -k regex:grouped_s8 --launch-skip 1 --launch-count 1 --section SourceCounters \
         --section WarpStateStats --section SpeedOfLight --import-source no -f -o "$OUT/sass_$PR" \
