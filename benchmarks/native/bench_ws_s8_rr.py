@@ -38,7 +38,8 @@ CHECKS = [
     ("many small", [3, 17, 0, 40, 5, 129, 64, 1, 0, 90, 2, 33], 1024, 1024),
     ("wide N", [200, 300], 4096, 512),
 ]
-CASES = {"DeepSeek-V3 decode": (32, 512, 4096, 7168), "DeepSeek-V3 prefill": (32, 32768, 4096, 7168),
+CASES = {"DeepSeek-V3 decode": (32, 512, 4096, 7168), "DeepSeek-V3 4096 tokens": (32, 4096, 4096, 7168),
+         "DeepSeek-V3 prefill": (32, 32768, 4096, 7168),
          "Mixtral prefill": (8, 16384, 14336, 4096)}
 
 
