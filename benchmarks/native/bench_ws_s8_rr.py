@@ -11,11 +11,11 @@ A B B A order; the outputs of every form equal before anything is timed.
 
     python benchmarks/native/bench_ws_s8_rr.py --lib /tmp/libws_s8.so [--check-only] [--iters 20]
 
---lib takes several builds of the C entry as NAME=PATH,NAME=PATH (e.g. the kernel's experiment switches):
-each is checked, then those that passed every check are timed as their own forms beside the op's (the exit
-status is 1 when any failed). On the H100 (2026-12-05) a second build's launch failed with "invalid argument"
-in a process that had run the first, so ws_s8_device.sh times each build in its own process. --profile NAME only runs that build on the first
-selected case three times (no checks, no timing), for Nsight Compute (benchmarks/native/ws_s8_device.sh).
+--lib takes one build of the C entry, as PATH or NAME=PATH (NAME labels its rows, e.g. an experiment switch);
+it is timed only if it passed every check (the exit status is 1 when any failed). One build a process: on the
+H100 (2026-12-05) a second build's launch failed with "invalid argument" in a process that had run the first,
+so ws_s8_device.sh runs each build in its own. --profile only runs the build on the first selected case three
+times (no checks, no timing), for Nsight Compute.
 """
 from __future__ import annotations
 
@@ -166,26 +166,25 @@ def main() -> int:
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--profile", default="", help="a --lib name: run it three times on the first case, nothing else")
+    ap.add_argument("--profile", action="store_true", help="run the build three times on the first case, nothing else")
     args = ap.parse_args()
+    if "," in args.lib:
+        ap.error("--lib takes one build: a second build's C entry fails to launch in the same process")
     if not torch.cuda.is_available():
         print("needs a GPU")
         return 2
     print(f"seed {args.seed}")
-    libs = [item.partition("=") for item in args.lib.split(",")]
-    kernels = {(name if path else "(in-kernel transpose)"): Kernel(path or name) for name, _, path in libs}
+    name, _, path = args.lib.partition("=")
+    label, kernel = (name, Kernel(path)) if path else ("(in-kernel transpose)", Kernel(name))
     if args.profile:
-        return profile(kernels[args.profile], args)
-    exact = {}
-    for label, kernel in kernels.items():
-        checks = check(kernel, args.seed)
-        print(label)
-        print(tabulate(checks, headers="keys"), flush=True)
-        if all(r["ok"] for r in checks):
-            exact[label] = kernel
-    if exact and not args.check_only:  # only the builds that passed every check are timed
-        print(tabulate(timing(exact, args), headers="keys", floatfmt=".4g"))
-    return int(len(exact) < len(kernels))
+        return profile(kernel, args)
+    checks = check(kernel, args.seed)
+    print(label)
+    print(tabulate(checks, headers="keys"), flush=True)
+    exact = all(r["ok"] for r in checks)
+    if exact and not args.check_only:  # a build that failed a check is not timed
+        print(tabulate(timing({label: kernel}, args), headers="keys", floatfmt=".4g"))
+    return int(not exact)
 
 
 if __name__ == "__main__":

@@ -7,11 +7,11 @@
 #   G  the TMA form (ws_s8_rr_tma.cuh: B by TMA, transposed in shared memory), rings In 3 / Bt 2
 #   H  the TMA form, rings In 2 / Bt 3
 # Stages: build (the extension with int8 instances only, unless ckgemm/_C*.so is there: the op's forms in perf),
-# check (each build exact on the check shapes, one process each), perf (the builds check passed, or all
-# without it, on the prefill and decode cases beside the op's RR per call, prepacked and RC: needs the extension,
-# built or carried as ckgemm/_C*.so), sass (Nsight
-# Compute's per-instruction warp states of build $WS_S8_PROFILE (default A) on DeepSeek-V3 prefill, CSV of the source page), dump (cuobjdump
-# SASS of every build). WS_S8_BUILDS picks builds (default "A B C D E F G H").
+# check (each build exact on the check shapes), perf (the builds check passed, or all without it, on the decode,
+# 4096-token and prefill cases beside the op's RR per call, prepacked and RC: needs the extension, built or carried
+# as ckgemm/_C*.so), sass (Nsight Compute's per-instruction warp states of build $WS_S8_PROFILE (default A) on
+# DeepSeek-V3 prefill, CSV of the source page), dump (cuobjdump SASS of every build). One process per build and
+# stage. WS_S8_BUILDS picks builds (default "A B C D E F G H").
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/.out}; mkdir -p "$OUT"
@@ -22,39 +22,36 @@ declare -A FLAGS=([A]="" [B]="-DCKGEMM_S8_FENCE=0" [C]="-DCKGEMM_S8_LOADS_AFTER=
                   [E]="-DCKGEMM_S8_FENCE=3" [F]="-DCKGEMM_S8_FENCE=4" [G]="-DCKGEMM_S8_TMA=1"
                   [H]="-DCKGEMM_S8_TMA=1 -DCKGEMM_S8_TMA_IN=2 -DCKGEMM_S8_TMA_BT=3")
 BUILDS=${WS_S8_BUILDS:-A B C D E F G H}
-LIBS=""
 for v in $BUILDS; do
   nvcc -std=c++17 -O3 -shared -Xcompiler -fPIC --expt-relaxed-constexpr -gencode=arch=compute_90a,code=sm_90a \
     ${FLAGS[$v]} -Icsrc -I$C -o /tmp/libws_s8_$v.so benchmarks/native/ws_s8_capi.cu > "$OUT/lib_$v.log" 2>&1 &
-  LIBS+="${LIBS:+,}$v=/tmp/libws_s8_$v.so"
 done
 wait
-B="python3 benchmarks/native/bench_ws_s8_rr.py --lib $LIBS"
+# One build per process (bench_ws_s8_rr.py: a second build's C entry fails to launch in the same process).
+BENCH="python3 benchmarks/native/bench_ws_s8_rr.py"
+TIMED=$BUILDS  # check narrows it to the exact builds (the bench itself times none that fails a check)
 PR=${WS_S8_PROFILE:-A}
 for stage in "$@"; do
   case $stage in
     build) CKGEMM_DTYPES=int8 TORCH_CUDA_ARCH_LIST=9.0a OUT="$OUT" bash scripts/device_suite.sh build > "$OUT/build.log" 2>&1
            echo "build rc=$?"; tail -3 "$OUT/build.log" ;;
     check)  # one process and time limit per build, so that a hang costs only its own; perf then times the exact ones
-      PASSED=""
+      TIMED=""
       for v in $BUILDS; do
-        timeout 90 python3 benchmarks/native/bench_ws_s8_rr.py --lib $v=/tmp/libws_s8_$v.so --check-only > "$OUT/check_$v.log" 2>&1
+        timeout 90 $BENCH --lib $v=/tmp/libws_s8_$v.so --check-only > "$OUT/check_$v.log" 2>&1
         rc=$?; echo "check $v rc=$rc"; grep False "$OUT/check_$v.log"
-        [ $rc -eq 0 ] && PASSED+="${PASSED:+,}$v=/tmp/libws_s8_$v.so"
-      done
-      B="python3 benchmarks/native/bench_ws_s8_rr.py --lib ${PASSED:-$LIBS}" ;;
-    perf)  # one process per build beside the op's forms: two builds' C entries in one process fail to launch
-      for lib in ${B#*--lib }; do
-        for one in ${lib//,/ }; do
-          v=${one%%=*}; timeout ${WS_S8_PERF_TIMEOUT:-120} python3 benchmarks/native/bench_ws_s8_rr.py --lib $one --iters 10 \
-            > "$OUT/perf_$v.log" 2>&1
-          echo "perf $v rc=$?"; grep -E "own RR|op RR per call|op RC" "$OUT/perf_$v.log" | grep -v "^case"
-        done
+        [ $rc -eq 0 ] && TIMED+=" $v"
+      done ;;
+    perf)  # each build beside the op's forms, in its own process
+      for v in $TIMED; do
+        timeout ${WS_S8_PERF_TIMEOUT:-120} $BENCH --lib $v=/tmp/libws_s8_$v.so --iters 10 > "$OUT/perf_$v.log" 2>&1
+        echo "perf $v rc=$?"; grep -E "own RR|op RR per call|op RC" "$OUT/perf_$v.log"
       done ;;
     sass)
       timeout 200 ncu --clock-control none -k regex:grouped_s8 --launch-skip 1 --launch-count 1 --section SourceCounters \
         --section WarpStateStats --section SpeedOfLight --import-source no -f -o "$OUT/sass_$PR" \
-        $B --profile $PR --cases prefill > "$OUT/sass_$PR.log" 2>&1
+        $BENCH --lib $PR=/tmp/libws_s8_$PR.so --profile --cases prefill \
+        > "$OUT/sass_$PR.log" 2>&1
       ncu -i "$OUT/sass_$PR.ncu-rep" --page source --csv --print-source sass > "$OUT/sass_$PR.csv" 2>> "$OUT/sass_$PR.log"
       ncu -i "$OUT/sass_$PR.ncu-rep" --page details > "$OUT/sass_${PR}_details.txt" 2>> "$OUT/sass_$PR.log"
       wc -c "$OUT/sass_$PR.csv" ;;
