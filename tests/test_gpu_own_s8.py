@@ -84,7 +84,7 @@ def test_own_rr_kernel_replays_a_graph_with_new_device_sizes():
         check_packed(out, a, b, new, I8, k, f"own s8 replay {new}", layout="RR")
 
 
-@pytest.mark.parametrize("sms", [2, 7])
+@pytest.mark.parametrize("sms", [1, 2, 7])
 def test_a_capped_sm_count_gives_the_same_bits(sms):
     sizes, n, k = [300, 0, 513, 129], 768, 512
     a, b = _inputs(sizes, n, k, f"own-s8-sms-{sms}")
