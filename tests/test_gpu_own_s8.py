@@ -1,6 +1,7 @@
-"""ckgemm's own int8 RR kernel (csrc/cuda/ws_s8_rr.cuh) behind the op: packed unscaled int8 calls with B
-row-major [G, K, N] route to it (no transpose of B first) where N, K and the strides are multiples of 16
-(csrc/cuda/ws_s8_rr_rules.h); list calls and the calls it refuses keep the per-call transpose. Checked exactly
+"""ckgemm's own int8 RR kernel (csrc/cuda/ws_s8_rr_tma.cuh) behind the op: packed unscaled int8 calls with B
+row-major [G, K, N] and at most 768 rows a group on average route to it (no transpose of B first) where N, K
+and the strides are multiples of 16 (csrc/cuda/ws_s8_rr_rules.h); list calls, calls with more rows a group
+(prefill: the per-call transpose and RC are faster there) and the calls it refuses keep the per-call transpose. Checked exactly
 against the reference from poisoned outputs, against the RC kernel bit for bit, under graph replay with new
 device sizes, with a capped SM count, and for its refusals. CUTLASS only."""
 from __future__ import annotations
@@ -30,9 +31,10 @@ def _paths():
 
 
 # empty groups first, between and last; single rows; tile edges (127/128/129); a partial last k-block (K 2880,
-# 208); N past a 256-wide tile (272, 3856: a pair's second tile partly or wholly past N); one big group
+# 208); N past a 256-wide tile (272, 3856: a pair's second tile partly or wholly past N); one big group (beside
+# empty ones: the route takes at most 768 rows a group on average)
 CASES = [([0, 1, 127, 128, 129, 300, 0, 1000, 0], 512, 256), ([700, 0, 513, 66], 3856, 2880),
-         ([1, 127, 256], 272, 208), ([5000], 768, 1024), ([3, 17, 1, 9], 4096, 7168)]
+         ([1, 127, 256], 272, 208), ([5000] + [0] * 6, 768, 1024), ([3, 17, 1, 9], 4096, 7168)]
 
 
 @pytest.mark.parametrize("size_dtype", [torch.int32, torch.int64], ids=["sizes32", "sizes64"])
@@ -107,6 +109,15 @@ def test_calls_it_refuses_are_transposed_first(n, k, why):
     ckgemm.grouped_gemm_packed(a, b, torch.tensor(sizes, device=DEVICE), out=out, layout="RR")
     assert all("+transpose" in p for p in _paths()), (why, ckgemm.last_dispatch())
     check_packed(out, a, b, sizes, I8, k, why, layout="RR")
+
+
+def test_more_rows_a_group_keep_the_transpose():
+    sizes, n, k = [1600, 0], 512, 256  # 800 rows a group on average
+    a, b = _inputs(sizes, n, k, "own-s8-prefill")
+    out = poison((sum(sizes), n), torch.int32, DEVICE)
+    ckgemm.grouped_gemm_packed(a, b, torch.tensor(sizes, device=DEVICE), out=out, layout="RR")
+    assert all("+transpose" in p for p in _paths()), ckgemm.last_dispatch()
+    check_packed(out, a, b, sizes, I8, k, "own s8 prefill-sized", layout="RR")
 
 
 def test_the_list_form_keeps_the_transpose():

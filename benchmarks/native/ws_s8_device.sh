@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # On a lent GPU (wheels in .whl/: nvidia-cutlass): build the C entry of ckgemm's own int8 RR kernel
 # (ws_s8_capi.cu) under each experiment switch of csrc/cuda/ws_s8_rr.cuh and run the stages named, logs under $OUT:
-#   A  the default (every producer thread fences its stores: fence.proxy.async)   B  no fence (unsafe: timing only)
+#   A  the register form (every producer thread fences its stores: fence.proxy.async)   B  no fence (unsafe: timing only)
 #   C  the next step's loads after the fence        D  the consumers fence after the full barrier
 #   E  the producers' release fence restricted to shared::cta    F  E and the consumers' matching acquire fence
 #   G  the TMA form (ws_s8_rr_tma.cuh: B by TMA, transposed in shared memory), rings In 3 / Bt 2
-#   H  the TMA form, rings In 2 / Bt 3
+#   H  the TMA form, rings In 2 / Bt 3: the default build, the one the op launches
 # Stages: build (the extension with int8 instances only, unless ckgemm/_C*.so is there: the op's forms in perf),
 # check (each build exact on the check shapes), perf (the builds check passed, or all without it, on the decode,
 # 4096-token and prefill cases beside the op's RR per call, prepacked and RC: needs the extension, built or carried
@@ -18,9 +18,10 @@ OUT=${OUT:-$PWD/.out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD:$PWD/benchmarks PYTHONUNBUFFERED=1
 C=/tmp/site/cutlass_library/source/include
-declare -A FLAGS=([A]="" [B]="-DCKGEMM_S8_FENCE=0" [C]="-DCKGEMM_S8_LOADS_AFTER=1" [D]="-DCKGEMM_S8_FENCE=2"
-                  [E]="-DCKGEMM_S8_FENCE=3" [F]="-DCKGEMM_S8_FENCE=4" [G]="-DCKGEMM_S8_TMA=1"
-                  [H]="-DCKGEMM_S8_TMA=1 -DCKGEMM_S8_TMA_IN=2 -DCKGEMM_S8_TMA_BT=3")
+R="-DCKGEMM_S8_TMA=0"  # the register form (A-F); H is the default build
+declare -A FLAGS=([A]="$R" [B]="$R -DCKGEMM_S8_FENCE=0" [C]="$R -DCKGEMM_S8_LOADS_AFTER=1" [D]="$R -DCKGEMM_S8_FENCE=2"
+                  [E]="$R -DCKGEMM_S8_FENCE=3" [F]="$R -DCKGEMM_S8_FENCE=4"
+                  [G]="-DCKGEMM_S8_TMA_IN=3 -DCKGEMM_S8_TMA_BT=2" [H]="")
 BUILDS=${WS_S8_BUILDS:-A B C D E F G H}
 for v in $BUILDS; do
   nvcc -std=c++17 -O3 -shared -Xcompiler -fPIC --expt-relaxed-constexpr -gencode=arch=compute_90a,code=sm_90a \

@@ -1,8 +1,8 @@
 // Host half of ckgemm's own int8 RR grouped kernels: the tensor maps and the launch of a packed call of the ckgemm
 // ABI (PackedArgs with B [G, K, N] row-major; one kernel, whose CTAs read the group sizes themselves). Which kernel
-// is a build switch while both are experiments (docs/PERF_2026-12-05e.md): CKGEMM_S8_TMA 0 (default) launches
-// ws_s8_rr.cuh's (B through the producer's registers), 1 ws_s8_rr_tma.cuh's (B by TMA, transposed in shared
-// memory).
+// is a build switch (ws_s8_rr_rules.h): CKGEMM_S8_TMA 1 (default) launches ws_s8_rr_tma.cuh's (B by TMA,
+// transposed in shared memory), 0 ws_s8_rr.cuh's (B through the producer's registers, 2.7x RC on prefill,
+// docs/PERF_2026-12-05e.md).
 #pragma once
 
 #include <cuda.h>
@@ -13,10 +13,6 @@
 #include "ws_s8_rr.cuh"
 #include "ws_s8_rr_tma.cuh"
 #include "ws_s8_rr_rules.h"
-
-#ifndef CKGEMM_S8_TMA
-#define CKGEMM_S8_TMA 0
-#endif
 
 namespace ckgemm::ws::s8 {
 

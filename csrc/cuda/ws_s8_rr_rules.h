@@ -14,8 +14,36 @@
 
 namespace ckgemm::ws::s8 {
 
-// The tile: 128 rows (kBlockM) x 256 columns, 128 deep (kBlockK), in a ring of four stages of shared memory.
-constexpr int kTileN = 256, kStages = 4;
+// The tile: 128 rows (kBlockM) x 256 columns, 128 deep (kBlockK). The register form (ws_s8_rr.cuh) keeps a ring
+// of kStages; the TMA form (ws_s8_rr_tma.cuh), the one launched unless CKGEMM_S8_TMA=0, a ring In of kIn steps
+// (A and raw B) and a ring Bt of kBt transposed B tiles. In 2 / Bt 3 beat In 3 / Bt 2 on three of four cases on
+// an H100 (docs/PERF_2026-12-05f.md).
+#ifndef CKGEMM_S8_TMA
+#define CKGEMM_S8_TMA 1
+#endif
+#ifndef CKGEMM_S8_TMA_IN
+#define CKGEMM_S8_TMA_IN 2
+#endif
+#ifndef CKGEMM_S8_TMA_BT
+#define CKGEMM_S8_TMA_BT 3
+#endif
+constexpr int kTileN = 256, kStages = 4, kIn = CKGEMM_S8_TMA_IN, kBt = CKGEMM_S8_TMA_BT;
+constexpr int kLaunchedStages = CKGEMM_S8_TMA ? kIn : kStages;  // what the op reports (stages.cu)
+
+// Where the op takes the kernel (rules.cpp): calls averaging at most kMaxRowsPerGroup rows a group. Above that
+// the op's per-call transpose and RC kernel are faster: the kernel runs compute-bound shapes at about 1.4x the RC
+// kernel's time, and the transpose costs a fixed time per weight byte, which fewer rows a group amortize worse.
+// On an H100: 128 rows a group 1.08x RC against 2.58x per call, 1024 rows (DeepSeek-V3 prefill) 1.39x against
+// 1.44x, 2048 rows (Mixtral prefill) 1.45x against 1.21x; on the H200 the transpose is relatively cheaper
+// (per call 1.30x at 1024 rows), hence the bound below 1024.
+constexpr int64_t kMaxRowsPerGroup = 768;
+
+inline std::string slower_than_transpose(const PackedArgs& e) {
+  if (e.rows > kMaxRowsPerGroup * e.groups)
+    return "more than " + std::to_string(kMaxRowsPerGroup) +
+           " rows a group on average: the per-call transpose and the RC kernel are faster";
+  return "";
+}
 
 
 inline std::string rejects(const PackedArgs& e) {

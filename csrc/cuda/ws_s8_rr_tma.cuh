@@ -26,16 +26,8 @@
 
 namespace ckgemm::ws::s8 {
 
-// Two rings. In: A's tile (16 KB) and B's raw tile (32 KB) of a step, loaded together by one TMA thread (kIn deep,
-// so both are issued two steps ahead). Bt: the transposed B tile (32 KB) the wgmmas read, written one step ahead
-// (kBt deep). 3 x 48 + 2 x 32 = 208 KB.
-#ifndef CKGEMM_S8_TMA_IN
-#define CKGEMM_S8_TMA_IN 3
-#endif
-#ifndef CKGEMM_S8_TMA_BT
-#define CKGEMM_S8_TMA_BT 2
-#endif
-constexpr int kIn = CKGEMM_S8_TMA_IN, kBt = CKGEMM_S8_TMA_BT;
+// Two rings (depths kIn and kBt in ws_s8_rr_rules.h). In: A's tile (16 KB) and B's raw tile (32 KB) of a step.
+// Bt: the transposed B tile (32 KB) the wgmmas read. 2 x 48 + 3 x 32 = 192 KB.
 static_assert(kIn >= 2 && kBt >= 2, "the consumers hold two slots of each ring (one step in flight, one issued)");
 
 struct alignas(1024) SmemTma {
