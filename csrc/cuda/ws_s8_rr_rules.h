@@ -1,6 +1,6 @@
 // What ckgemm's own int8 RR grouped kernels (ws_s8_rr.cuh, ws_s8_rr_tma.cuh) take, in plain C++: the one
-// statement of their rule, read by the router (rules.cpp, through instance_rejects_packed, on branch
-// wip/s8-rr-op), by their launch (ws_s8_rr_launch.cuh) and by the benchmark's C entry. Packed calls only: int8
+// statement of their rule, read by the router (rules.cpp, through instance_rejects_packed, with the speed rule
+// slower_than_transpose below), by their launch (ws_s8_rr_launch.cuh) and by the benchmark's C entry. Packed calls only: int8
 // A [rows, k] through TMA (16-byte aligned base and leading dimension), B [groups, k, n] row-major read 16 bytes
 // at a time along N, by the threads or by TMA (N, ldb and B's group stride multiples of 16, a 16-byte aligned
 // base), at most kMaxGroups groups, int32 C of any leading dimension aligned to its element.

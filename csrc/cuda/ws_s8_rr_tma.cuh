@@ -1,8 +1,7 @@
 // ckgemm's own int8 RR grouped kernel, second form: B [G, K, N] (N contiguous) loaded by TMA as it is stored into
 // a ring of raw tiles, transposed in shared memory by two producer warps into the K-major tile the wgmmas read.
-// Exact int32 out: 10 of 10 check shapes on an H100 at its first run. There, rings In 2 / Bt 3, DeepSeek-V3 decode
-// ran at the RC kernel's speed and prefill at 1.4-1.5x RC (docs/PERF_2026-12-05f.md). The op does not launch it
-// yet: branch s8-rr-route routes small int8 RR calls to it.
+// Exact int32 out: 10 of 10 check shapes on an H100 at its first run. The form the op launches (ws_s8_rr_rules.h):
+// on an H100, DeepSeek-V3 decode at the RC kernel's speed, prefill at 1.4-1.5x RC (docs/PERF_2026-12-05f.md).
 //
 // Why a second form: the first (ws_s8_rr.cuh) loads B through registers, so the bytes it has in flight are what
 // its producer's registers hold (32-64 KB an SM); at the ~2 us loaded latency its calls imply, that paces every
