@@ -10,8 +10,9 @@
 # check (each build exact on the check shapes), perf (the builds check passed, or all without it, on the decode,
 # 4096-token and prefill cases beside the op's RR per call, prepacked and RC: needs the extension, built or carried
 # as ckgemm/_C*.so), sass (Nsight Compute's per-instruction warp states of build $WS_S8_PROFILE (default A) on
-# DeepSeek-V3 prefill, CSV of the source page), dump (cuobjdump SASS of every build). One process per build and
-# stage. WS_S8_BUILDS picks builds (default "A B C D E F G H").
+# DeepSeek-V3 prefill, CSV of the source page), dump (cuobjdump SASS of every build), op (the op's route to the
+# kernel: tests/test_gpu_own_s8.py, the prepack and capped-SM paths, memcheck and racecheck; needs the extension
+# built from this tree). One process per build and stage. WS_S8_BUILDS picks builds (default "A B C D E F G H").
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/.out}; mkdir -p "$OUT"
@@ -56,6 +57,15 @@ for stage in "$@"; do
       ncu -i "$OUT/sass_$PR.ncu-rep" --page source --csv --print-source sass > "$OUT/sass_$PR.csv" 2>> "$OUT/sass_$PR.log"
       ncu -i "$OUT/sass_$PR.ncu-rep" --page details > "$OUT/sass_${PR}_details.txt" 2>> "$OUT/sass_$PR.log"
       wc -c "$OUT/sass_$PR.csv" ;;
+    op)  # the op's route to the kernel (needs the extension built from this tree): its GPU tests, the prepack and
+      # capped-SM paths, memcheck over its tests, racecheck on one call
+      g() { local n=$1 s=$2; shift 2; timeout $s "$@" > "$OUT/$n.log" 2>&1; echo "$n rc=$?"; tail -4 "$OUT/$n.log"; }
+      g op_own 120 python3 -m pytest -q -ra -m gpu tests/test_gpu_own_s8.py
+      g op_paths 120 python3 -m pytest -q -ra -m gpu tests/test_gpu_paths.py -k "prepack or sm"
+      g op_memcheck 240 compute-sanitizer --tool memcheck --error-exitcode 1 python3 -m pytest -q -m gpu \
+        tests/test_gpu_own_s8.py -k "guard or replays or refuses or sizes32"
+      g op_racecheck 200 compute-sanitizer --tool racecheck --error-exitcode 1 python3 -m pytest -q -m gpu \
+        tests/test_gpu_own_s8.py -k guard ;;
     dump) for v in $BUILDS; do cuobjdump -sass /tmp/libws_s8_$v.so > "$OUT/s8_$v.sass" 2>&1; done ;;
     *) echo "unknown stage $stage"; exit 2 ;;
   esac
