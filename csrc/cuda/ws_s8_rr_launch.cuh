@@ -1,8 +1,8 @@
 // Host half of ckgemm's own int8 RR grouped kernels: the tensor maps and the launch of a packed call of the ckgemm
 // ABI (PackedArgs with B [G, K, N] row-major; one kernel, whose CTAs read the group sizes themselves). Which kernel
-// is a build switch (ws_s8_rr_rules.h): CKGEMM_S8_TMA 1 (default) launches ws_s8_rr_tma.cuh's (B by TMA,
-// transposed in shared memory), 0 ws_s8_rr.cuh's (B through the producer's registers, 2.7x RC on prefill,
-// docs/PERF_2026-12-05e.md).
+// is a build switch (ws_s8_rr_rules.h): CKGEMM_S8_FORM 1 (default) launches ws_s8_rr_tma.cuh's (B by TMA,
+// transposed in shared memory), 2 ws_s8_rr_rs.cuh's (B by TMA, read as the wgmmas' register operand), 0
+// ws_s8_rr.cuh's (B through the producer's registers, 2.7x RC on prefill, docs/PERF_2026-12-05e.md).
 #pragma once
 
 #include <cuda.h>
@@ -11,13 +11,16 @@
 
 #include "ws_fp8_launch.cuh"
 #include "ws_s8_rr.cuh"
+#include "ws_s8_rr_rs.cuh"
 #include "ws_s8_rr_tma.cuh"
 #include "ws_s8_rr_rules.h"
 
 namespace ckgemm::ws::s8 {
 
-constexpr auto kKernel = CKGEMM_S8_TMA ? grouped_s8_rr_tma_kernel : grouped_s8_rr_kernel;
-constexpr size_t kSmemBytes = CKGEMM_S8_TMA ? sizeof(SmemTma) : sizeof(Smem);
+constexpr auto kKernel = CKGEMM_S8_FORM == 2   ? grouped_s8_rr_rs_kernel
+                         : CKGEMM_S8_FORM == 1 ? grouped_s8_rr_tma_kernel
+                                               : grouped_s8_rr_kernel;
+constexpr size_t kSmemBytes = CKGEMM_S8_FORM == 2 ? sizeof(SmemRs) : CKGEMM_S8_FORM == 1 ? sizeof(SmemTma) : sizeof(Smem);
 
 inline cudaError_t smem_raised() {
   static const cudaError_t raised =
@@ -33,7 +36,7 @@ inline cudaError_t launch(const PackedArgs& c, int sm_count, cudaStream_t stream
   const cuuint64_t dims_a[2] = {static_cast<cuuint64_t>(c.k), static_cast<cuuint64_t>(c.rows)};
   const cuuint64_t strides_a[1] = {static_cast<cuuint64_t>(c.lda)};
   const cuuint32_t box_a[2] = {kBlockK, kRowsA};
-  // B as stored, [groups, k, n], for the TMA form: boxes of 128 columns (128 bytes, the swizzle's row) x 128 rows.
+  // B as stored, [groups, k, n], for the TMA and register-operand forms: boxes of 128 columns (128 bytes, the swizzle's row) x 128 rows.
   // One group: B's group stride is never followed (it may be 0), but the tensor map wants a real one.
   const int64_t b_group_stride = c.groups > 1 ? c.b_group_stride : c.k * c.ldb;
   const cuuint64_t dims_b[3] = {static_cast<cuuint64_t>(c.n), static_cast<cuuint64_t>(c.k),
@@ -41,7 +44,7 @@ inline cudaError_t launch(const PackedArgs& c, int sm_count, cudaStream_t stream
   const cuuint64_t strides_b[2] = {static_cast<cuuint64_t>(c.ldb), static_cast<cuuint64_t>(b_group_stride)};
   const cuuint32_t box_b[3] = {128, kBlockK, 1};
   if (!encode(&p.tma_a, c.a, 2, dims_a, strides_a, box_a) ||
-      (CKGEMM_S8_TMA && !encode(&p.tma_b, c.b, 3, dims_b, strides_b, box_b))) {
+      (CKGEMM_S8_FORM != 0 && !encode(&p.tma_b, c.b, 3, dims_b, strides_b, box_b))) {
     *why = "cuTensorMapEncodeTiled refused the operands";
     return cudaErrorInvalidValue;
   }

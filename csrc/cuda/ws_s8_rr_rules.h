@@ -14,12 +14,13 @@
 
 namespace ckgemm::ws::s8 {
 
-// The tile: 128 rows (kBlockM) x 256 columns, 128 deep (kBlockK). The register form (ws_s8_rr.cuh) keeps a ring
-// of kStages; the TMA form (ws_s8_rr_tma.cuh), the one launched unless CKGEMM_S8_TMA=0, a ring In of kIn steps
-// (A and raw B) and a ring Bt of kBt transposed B tiles. In 2 / Bt 3 beat In 3 / Bt 2 on three of four cases on
-// an H100 (docs/PERF_2026-12-05f.md).
-#ifndef CKGEMM_S8_TMA
-#define CKGEMM_S8_TMA 1
+// The tile: 128 rows (kBlockM) x 256 columns, 128 deep (kBlockK). Which kernel the launch takes is the build switch
+// CKGEMM_S8_FORM: 0 the register form (ws_s8_rr.cuh, a ring of kStages), 1 the TMA form (ws_s8_rr_tma.cuh, the
+// default: a ring In of kIn steps, A and raw B, and a ring Bt of kBt transposed B tiles; In 2 / Bt 3 beat In 3 /
+// Bt 2 on three of four cases on an H100, docs/PERF_2026-12-05f.md), 2 the register-operand form
+// (ws_s8_rr_rs.cuh, a ring of kRsStages steps, A and raw B).
+#ifndef CKGEMM_S8_FORM
+#define CKGEMM_S8_FORM 1
 #endif
 #ifndef CKGEMM_S8_TMA_IN
 #define CKGEMM_S8_TMA_IN 2
@@ -27,8 +28,9 @@ namespace ckgemm::ws::s8 {
 #ifndef CKGEMM_S8_TMA_BT
 #define CKGEMM_S8_TMA_BT 3
 #endif
-constexpr int kTileN = 256, kStages = 4, kIn = CKGEMM_S8_TMA_IN, kBt = CKGEMM_S8_TMA_BT;
-constexpr int kLaunchedStages = CKGEMM_S8_TMA ? kIn : kStages;  // what the op reports (stages.cu)
+static_assert(CKGEMM_S8_FORM >= 0 && CKGEMM_S8_FORM <= 2, "CKGEMM_S8_FORM: 0, 1 or 2");
+constexpr int kTileN = 256, kStages = 4, kIn = CKGEMM_S8_TMA_IN, kBt = CKGEMM_S8_TMA_BT, kRsStages = 4;
+constexpr int kLaunchedStages = CKGEMM_S8_FORM == 2 ? kRsStages : CKGEMM_S8_FORM == 1 ? kIn : kStages;  // what the op reports (stages.cu)
 
 // Where the op takes the kernel (rules.cpp): calls averaging at most kMaxRowsPerGroup rows a group. Above that
 // the op's per-call transpose and RC kernel are faster: the kernel runs compute-bound shapes at about 1.4x the RC
