@@ -6,14 +6,15 @@
 #   E  the producers' release fence restricted to shared::cta    F  E and the consumers' matching acquire fence
 #   G  the TMA form (ws_s8_rr_tma.cuh: B by TMA, transposed in shared memory), rings In 3 / Bt 2
 #   H  the TMA form, rings In 2 / Bt 3: the default build, the one the op launches
-#   S  the register-operand form (ws_s8_rr_rs.cuh: B by TMA, read by ldmatrix into the wgmmas' register operand)
+#   S  the register-operand form (ws_s8_rr_rs.cuh: B by TMA, read by ldmatrix into the wgmmas' register operand),
+#      tiles of 128 x 256    T  the register-operand form, tiles of 256 x 128
 # Stages: build (the extension with int8 instances only, unless ckgemm/_C*.so is there: the op's forms in perf),
 # check (each build exact on the check shapes), perf (the builds check passed, or all without it, on the decode,
 # 4096-token and prefill cases beside the op's RR per call, prepacked and RC: needs the extension, built or carried
 # as ckgemm/_C*.so), sass (Nsight Compute's per-instruction warp states of build $WS_S8_PROFILE (default A) on
 # DeepSeek-V3 prefill, CSV of the source page), dump (cuobjdump SASS of every build), op (the op's route to the
 # kernel: tests/test_gpu_own_s8.py, the prepack and capped-SM paths, memcheck and racecheck; needs the extension
-# built from this tree). One process per build and stage. WS_S8_BUILDS picks builds (default "A B C D E F G H S").
+# built from this tree). One process per build and stage. WS_S8_BUILDS picks builds (default "A B C D E F G H S T").
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/.out}; mkdir -p "$OUT"
@@ -23,8 +24,8 @@ C=/tmp/site/cutlass_library/source/include
 R="-DCKGEMM_S8_FORM=0"  # the register form (A-F); H is the default build
 declare -A FLAGS=([A]="$R" [B]="$R -DCKGEMM_S8_FENCE=0" [C]="$R -DCKGEMM_S8_LOADS_AFTER=1" [D]="$R -DCKGEMM_S8_FENCE=2"
                   [E]="$R -DCKGEMM_S8_FENCE=3" [F]="$R -DCKGEMM_S8_FENCE=4"
-                  [G]="-DCKGEMM_S8_TMA_IN=3 -DCKGEMM_S8_TMA_BT=2" [H]="" [S]="-DCKGEMM_S8_FORM=2")
-BUILDS=${WS_S8_BUILDS:-A B C D E F G H S}
+                  [G]="-DCKGEMM_S8_TMA_IN=3 -DCKGEMM_S8_TMA_BT=2" [H]="" [S]="-DCKGEMM_S8_FORM=2" [T]="-DCKGEMM_S8_FORM=2 -DCKGEMM_S8_RS_BM=256")
+BUILDS=${WS_S8_BUILDS:-A B C D E F G H S T}
 for v in $BUILDS; do
   nvcc -std=c++17 -O3 -shared -Xcompiler -fPIC --expt-relaxed-constexpr -gencode=arch=compute_90a,code=sm_90a \
     ${FLAGS[$v]} -Icsrc -I$C -o /tmp/libws_s8_$v.so benchmarks/native/ws_s8_capi.cu > "$OUT/lib_$v.log" 2>&1 &

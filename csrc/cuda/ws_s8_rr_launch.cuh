@@ -17,10 +17,10 @@
 
 namespace ckgemm::ws::s8 {
 
-constexpr auto kKernel = CKGEMM_S8_FORM == 2   ? grouped_s8_rr_rs_kernel
+constexpr auto kKernel = CKGEMM_S8_FORM == 2   ? grouped_s8_rr_rs_kernel<CKGEMM_S8_RS_BM>
                          : CKGEMM_S8_FORM == 1 ? grouped_s8_rr_tma_kernel
                                                : grouped_s8_rr_kernel;
-constexpr size_t kSmemBytes = CKGEMM_S8_FORM == 2 ? sizeof(SmemRs) : CKGEMM_S8_FORM == 1 ? sizeof(SmemTma) : sizeof(Smem);
+constexpr size_t kSmemBytes = CKGEMM_S8_FORM == 2 ? sizeof(SmemRs<CKGEMM_S8_RS_BM>) : CKGEMM_S8_FORM == 1 ? sizeof(SmemTma) : sizeof(Smem);
 
 inline cudaError_t smem_raised() {
   static const cudaError_t raised =
@@ -35,7 +35,7 @@ inline cudaError_t launch(const PackedArgs& c, int sm_count, cudaStream_t stream
   Params p{};
   const cuuint64_t dims_a[2] = {static_cast<cuuint64_t>(c.k), static_cast<cuuint64_t>(c.rows)};
   const cuuint64_t strides_a[1] = {static_cast<cuuint64_t>(c.lda)};
-  const cuuint32_t box_a[2] = {kBlockK, kRowsA};
+  const cuuint32_t box_a[2] = {kBlockK, kLaunchedBlockM / 2};  // half the tile's rows from each CTA
   // B as stored, [groups, k, n], for the TMA and register-operand forms: boxes of 128 columns (128 bytes, the swizzle's row) x 128 rows.
   // One group: B's group stride is never followed (it may be 0), but the tensor map wants a real one.
   const int64_t b_group_stride = c.groups > 1 ? c.b_group_stride : c.k * c.ldb;
@@ -60,8 +60,8 @@ inline cudaError_t launch(const PackedArgs& c, int sm_count, cudaStream_t stream
     return raised;
   }
   // Clusters of two sharing A (two N-blocks of one M-block a unit).
-  const int64_t n_blocks = (c.n + kTileN - 1) / kTileN;
-  const int64_t units = (c.rows / kBlockM + c.groups) * ((n_blocks + 1) / 2);
+  const int64_t n_blocks = (c.n + kLaunchedTileN - 1) / kLaunchedTileN;
+  const int64_t units = (c.rows / kLaunchedBlockM + c.groups) * ((n_blocks + 1) / 2);
   cudaLaunchAttribute attr;
   const cudaLaunchConfig_t config = pair_config(pair_grid(units, sm_count), kThreads, kSmemBytes, stream, &attr);
   const cudaError_t e = cudaLaunchKernelEx(&config, kKernel, p);

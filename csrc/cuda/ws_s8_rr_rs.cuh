@@ -5,20 +5,26 @@
 // Why a third form: the TMA form (ws_s8_rr_tma.cuh) reads and writes each k-block's B tile once more in shared
 // memory (192 KB of traffic a k-block against RC's 128 KB) and runs prefill at 1.4-1.5x RC. Here the consumers
 // read B's raw tile once, 16 bytes of K per ldmatrix row, straight into the K-major A fragment of an s8 wgmma
-// (ws_s8_layout.h: one ldmatrix .x4 .trans and four byte permutes a warp per 32 of K). Per k-block: TMA writes
-// 48 KB, the wgmmas read A (16 KB) once per 64 columns of B (64 KB), the ldmatrix reads B once (32 KB): 144 KB.
+// (ws_s8_layout.h: one ldmatrix .x4 .trans and four byte permutes a warp per 32 of K).
 //
-//   - 384 threads in clusters of two sharing A, the fp8 kernel's schedule and group table (as the other forms);
-//     a setmaxnreg split (producer 40, consumers 232): the consumers hold 128 int32 accumulators and a ring of
-//     32 fragment registers;
-//   - one ring of kRsStages steps: a step's A tile (multicast, half from each CTA) and B's raw tile (two 128 x 128
-//     boxes, N halves, 128-byte swizzle), both issued by warp 0's lane 0 against one full barrier; the stage frees
+// Two tiles (RsShape), BM rows x 128 * (256 / BM) columns, the same work a k-block:
+//   - BM 128: 128 x 256, each consumer warp group two slabs of 64 columns, m64n128k32 wgmmas. Per k-block TMA
+//     writes 48 KB, the wgmmas read A (16 KB) once per slab (64 KB), the ldmatrix B once (32 KB): 144 KB. As many
+//     MMAs per byte of B as RC's 128 x 256 tile, so decode stays bound by B's bytes;
+//   - BM 256: 256 x 128, one slab of 64 columns a warp group, m64n256k32 wgmmas: TMA 48 KB, wgmma reads 64 KB,
+//     ldmatrix 16 KB: 128 KB, RC's. Twice the MMAs per byte of B: on decode's few rows a group the tensor cores
+//     may pace it rather than B's bytes.
+//
+//   - 384 threads in clusters of two sharing A (two N-blocks of one M-block of BM rows), the fp8 kernel's schedule
+//     and group table (as the other forms); a setmaxnreg split (producer 40, consumers 232): the consumers hold 128
+//     int32 accumulators and a ring of fragment registers (32 or 16);
+//   - one ring of kRsStages steps: a step's A tile (multicast, half from each CTA) and B's raw tile (boxes of 128
+//     x 128, N halves, 128-byte swizzle), all issued by warp 0's lane 0 against one full barrier; the stage frees
 //     when the consumers of both CTAs are done with it;
-//   - consumer warp group wg computes columns wg * 128 .. + 127 of the 256 (its raw half) for all 128 rows of the
-//     tile, as two slabs of 64 columns: m64n128k32 s8 wgmmas whose M is the slab's columns and N the tile's rows.
-//     Each 32 of K is one commit group (both slabs); two groups stay in flight while the next group's fragments
-//     are loaded, so a fragment slot (four, one per 32 of K) is rewritten only once its group is done, and a
-//     stage is released once the next k-block's second group was issued (as CUTLASS's RS mainloop);
+//   - consumer warp group wg computes its 64-column slabs for all BM rows: wgmmas whose M is the slab's columns and
+//     N the tile's rows. Each 32 of K is one commit group (every slab); two groups stay in flight while the next
+//     group's fragments are loaded, so a fragment slot (four, one per 32 of K) is rewritten only once its group is
+//     done, and a stage is released once the next k-block's second group was issued (as CUTLASS's RS mainloop);
 //   - the epilogue stores int32 pairs of adjacent columns (rs_column_of_row); rows past the group and columns
 //     past N are not stored.
 //
@@ -30,22 +36,32 @@
 
 namespace ckgemm::ws::s8 {
 
+template <int BM>
+struct RsShape {
+  static_assert(BM == 128 || BM == 256, "the register-operand form's tiles: 128 x 256 or 256 x 128");
+  static constexpr int kSlabs = 256 / BM;          // 64-column slabs a consumer warp group
+  static constexpr int kTileN = 128 * kSlabs;      // columns a tile
+  static constexpr int kAcc = BM / 2;              // a slab's int32 accumulators a thread
+  static constexpr int kBytesA = BM * kBlockK, kBytesB = kTileN * kBlockK, kRowsA = BM / 2;  // kRowsA: one CTA's
+  using Mma = std::conditional_t<BM == 128, cute::SM90::GMMA::MMA_64x128x32_S32S8S8_RS_TN,
+                                 cute::SM90::GMMA::MMA_64x256x32_S32S8S8_RS_TN>;
+};
+
+template <int BM>
 struct alignas(1024) SmemRs {
-  uint8_t a[kRsStages][kBytesA];
-  uint8_t raw[kRsStages][kBytesB];  // two 128 (K) x 128 (N) halves, 128-byte swizzled rows
+  uint8_t a[kRsStages][RsShape<BM>::kBytesA];
+  uint8_t raw[kRsStages][RsShape<BM>::kBytesB];  // 128 (K) x 128 (N) halves, 128-byte swizzled rows
   uint64_t full[kRsStages], empty[kRsStages];
   int row_start[kMaxGroups + 1], unit_start[kMaxGroups + 1];
   int bad;
 };
-static_assert(sizeof(SmemRs) <= 227 * 1024, "shared memory of one SM");
+static_assert(sizeof(SmemRs<128>) <= 227 * 1024 && sizeof(SmemRs<256>) <= 227 * 1024, "shared memory of one SM");
 
-constexpr int kRsProducerRegs = 40, kRsConsumerRegs = 232, kSlabAcc = kBlockM / 2;  // a slab's int32 accumulators
+constexpr int kRsProducerRegs = 40, kRsConsumerRegs = 232;
 
-using MmaRs = cute::SM90::GMMA::MMA_64x128x32_S32S8S8_RS_TN;
-
-template <size_t... I>
+template <class M, size_t... I>
 __device__ __forceinline__ void mma_rs(const uint32_t (&a)[4], uint64_t db, uint32_t* d, std::index_sequence<I...>) {
-  MmaRs::fma(a[0], a[1], a[2], a[3], db, d[I]..., cute::SM90::GMMA::ScaleOut::One);
+  M::fma(a[0], a[1], a[2], a[3], db, d[I]..., cute::SM90::GMMA::ScaleOut::One);
 }
 
 __device__ __forceinline__ void ldsm_x4_trans(uint32_t addr, uint32_t (&d)[4]) {
@@ -56,11 +72,12 @@ __device__ __forceinline__ void ldsm_x4_trans(uint32_t addr, uint32_t (&d)[4]) {
 // int32 out of one slab: this thread's wgmma rows g and g + 8 are columns n and n + 1 (rs_column_of_row), its
 // wgmma columns 8j + 2q + {0, 1} the tile's rows. N % 16 == 0 (the rule), so a warp's 16 columns are all in or
 // all out.
+template <int BM>
 __device__ __forceinline__ void store_slab_s32(const Params& p, const Tile& t, const uint32_t* acc, int n, int lane) {
   if (n >= p.n) return;
-  const bool whole = t.m_local0 + kBlockM <= t.m_g;
+  const bool whole = t.m_local0 + BM <= t.m_g;
 #pragma unroll
-  for (int j = 0; j < kBlockM / 8; ++j)
+  for (int j = 0; j < BM / 8; ++j)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int m = 8 * j + 2 * (lane % 4) + h;
@@ -76,13 +93,16 @@ __device__ __forceinline__ void store_slab_s32(const Params& p, const Tile& t, c
     }
 }
 
+template <int BM>
 __global__ void __launch_bounds__(kThreads, 1) grouped_s8_rr_rs_kernel(const __grid_constant__ Params p) {
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
+  using Sh = RsShape<BM>;
+  constexpr int kSlabs = Sh::kSlabs, kAcc = Sh::kAcc;
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  auto& s = *reinterpret_cast<SmemRs*>(smem_raw);
+  auto& s = *reinterpret_cast<SmemRs<BM>*>(smem_raw);
   const int tid = threadIdx.x, warp_group = tid / 128, lane = tid % 32;
   const int rank = static_cast<int>(cute::block_rank_in_cluster());
-  const int n_blocks = (p.n + kTileN - 1) / kTileN, k_blocks = (p.k + kBlockK - 1) / kBlockK;
+  const int n_blocks = (p.n + Sh::kTileN - 1) / Sh::kTileN, k_blocks = (p.k + kBlockK - 1) / kBlockK;
   if (tid == 0) {
     for (int i = 0; i < kRsStages; ++i) {
       Barrier::init(&s.full[i], 1);    // the TMA thread's expect_tx (A from both CTAs, this CTA's B)
@@ -90,7 +110,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_s8_rr_rs_kernel(const __g
     }
     cutlass::arch::fence_barrier_init();
   }
-  build_table<false>(s, p, n_blocks);
+  build_table<false, BM>(s, p, n_blocks);
   cute::cluster_arrive_relaxed();
   cute::cluster_wait();
   const int units = s.unit_start[p.groups], cluster = blockIdx.x / 2, clusters = gridDim.x / 2;
@@ -101,15 +121,15 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_s8_rr_rs_kernel(const __g
     if (tid == 0) {
       uint32_t step = 0;
       for (int u = cluster; u < units; u += clusters) {
-        const Tile t = decode<kTileN, false>(s, p.groups, u, rank);
+        const Tile t = decode<Sh::kTileN, false, BM>(s, p.groups, u, rank);
         for (int kb = 0; kb < k_blocks; ++kb, ++step) {
           const uint32_t r = step % kRsStages;
           Barrier::wait(&s.empty[r], phase(step) ^ 1);
-          Barrier::arrive_and_expect_tx(&s.full[r], kBytesA + kBytesB);
-          tma_load(&p.tma_a, &s.full[r], s.a[r] + rank * kRowsA * kBlockK, kb * kBlockK, t.row0 + rank * kRowsA, 0,
-                   false, true);
-          for (int h = 0; h < 2; ++h)  // coordinates innermost first: n, k, group
-            tma_load(&p.tma_b, &s.full[r], s.raw[r] + h * (kBytesB / 2), t.n0 + h * 128, kb * kBlockK, t.g, true,
+          Barrier::arrive_and_expect_tx(&s.full[r], Sh::kBytesA + Sh::kBytesB);
+          tma_load(&p.tma_a, &s.full[r], s.a[r] + rank * Sh::kRowsA * kBlockK, kb * kBlockK,
+                   t.row0 + rank * Sh::kRowsA, 0, false, true);
+          for (int h = 0; h < kSlabs; ++h)  // coordinates innermost first: n, k, group
+            tma_load(&p.tma_b, &s.full[r], s.raw[r] + h * kRawHalfBytes, t.n0 + h * 128, kb * kBlockK, t.g, true,
                      false);
         }
       }
@@ -118,20 +138,21 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_s8_rr_rs_kernel(const __g
     cutlass::arch::warpgroup_reg_alloc<kRsConsumerRegs>();
     const int wg = warp_group - 1, warp = (tid / 32) % 4;
     const uint32_t even = rs_select(lane, 0), odd = rs_select(lane, 1);
-    // This lane's ldmatrix row in stage 0's raw tile for each slab: chunk wg * 8 + slab * 4 + warp of the 16.
-    uint32_t ldsm0[2];
+    // This lane's ldmatrix row in stage 0's raw tile for each slab: chunk (wg * kSlabs + slab) * 4 + warp.
+    uint32_t ldsm0[kSlabs];
 #pragma unroll
-    for (int sl = 0; sl < 2; ++sl) ldsm0[sl] = smem_u32(s.raw[0]) + raw_offset(rs_ldsm_k(lane), wg * 8 + sl * 4 + warp);
+    for (int sl = 0; sl < kSlabs; ++sl)
+      ldsm0[sl] = smem_u32(s.raw[0]) + raw_offset(rs_ldsm_k(lane), (wg * kSlabs + sl) * 4 + warp);
     const uint32_t a_lo0 = __shfl_sync(0xffffffffu, smem_desc_lo(s.a[0]), 0);
     auto release = [&](uint32_t step) {  // lane r arrives on rank r's barrier (A is multicast)
       if (lane < 2) Barrier::arrive(&s.empty[step % kRsStages], lane, 1);
     };
-    uint32_t acc[2][kSlabAcc];
-    uint32_t frag[kBlockK / 32][2][4];  // a slot per 32 of K: both slabs' fragments
+    uint32_t acc[kSlabs][kAcc];
+    uint32_t frag[kBlockK / 32][kSlabs][4];  // a slot per 32 of K: every slab's fragment
     uint32_t step = 0;
     for (int u = cluster; u < units; u += clusters) {
-      const Tile t = decode<kTileN, false>(s, p.groups, u, rank);
-      const int n_wg = t.n0 + wg * 128;
+      const Tile t = decode<Sh::kTileN, false, BM>(s, p.groups, u, rank);
+      const int n_wg = t.n0 + wg * 64 * kSlabs;
       if (n_wg >= p.n) {  // no columns of this warp group (N's last tile, or a pair's tile past N): keep the ring in step
         for (int kb = 0; kb < k_blocks; ++kb, ++step) {
           Barrier::wait(&s.full[step % kRsStages], phase(step));
@@ -140,48 +161,48 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_s8_rr_rs_kernel(const __g
         continue;
       }
 #pragma unroll
-      for (int sl = 0; sl < 2; ++sl)
+      for (int sl = 0; sl < kSlabs; ++sl)
 #pragma unroll
-        for (int i = 0; i < kSlabAcc; ++i) acc[sl][i] = 0;
+        for (int i = 0; i < kAcc; ++i) acc[sl][i] = 0;
       for (int kb = 0; kb < k_blocks; ++kb, ++step) {
         const uint32_t r = step % kRsStages;
         Barrier::wait(&s.full[r], phase(step));
-        const uint32_t da = a_lo0 + r * (kBytesA / 16);
+        const uint32_t da = a_lo0 + r * (Sh::kBytesA / 16);
 #pragma unroll
-        for (int sl = 0; sl < 2; ++sl)
+        for (int sl = 0; sl < kSlabs; ++sl)
 #pragma unroll
-          for (int i = 0; i < kSlabAcc; ++i) cute::warpgroup_fence_operand(acc[sl][i]);
+          for (int i = 0; i < kAcc; ++i) cute::warpgroup_fence_operand(acc[sl][i]);
 #pragma unroll
         for (int kk = 0; kk < kBlockK / 32; ++kk) {
 #pragma unroll
-          for (int sl = 0; sl < 2; ++sl) {
+          for (int sl = 0; sl < kSlabs; ++sl) {
             uint32_t d[4];
-            ldsm_x4_trans(ldsm0[sl] + r * kBytesB + kk * 32 * 128, d);  // +32 rows of K: the swizzle's row % 8 holds
+            ldsm_x4_trans(ldsm0[sl] + r * Sh::kBytesB + kk * 32 * 128, d);  // +32 rows of K: the swizzle's row % 8 holds
             rs_fragment(d, even, odd, frag[kk][sl]);
           }
           cute::warpgroup_arrive();
           // +32 bytes along K inside A's swizzled row: +2 in the descriptor
 #pragma unroll
-          for (int sl = 0; sl < 2; ++sl)
-            mma_rs(frag[kk][sl], desc_of(da + 2 * kk), acc[sl], std::make_index_sequence<kSlabAcc>{});
+          for (int sl = 0; sl < kSlabs; ++sl)
+            mma_rs<typename Sh::Mma>(frag[kk][sl], desc_of(da + 2 * kk), acc[sl], std::make_index_sequence<kAcc>{});
           cute::warpgroup_commit_batch();
           cute::warpgroup_wait<2>();  // the group before last is done: its fragment slot and, at kk 1, the last stage
           if (kk == 1 && kb > 0) release(step - 1);
         }
 #pragma unroll
-        for (int sl = 0; sl < 2; ++sl)
+        for (int sl = 0; sl < kSlabs; ++sl)
 #pragma unroll
-          for (int i = 0; i < kSlabAcc; ++i) cute::warpgroup_fence_operand(acc[sl][i]);
+          for (int i = 0; i < kAcc; ++i) cute::warpgroup_fence_operand(acc[sl][i]);
       }
       cute::warpgroup_wait<0>();
 #pragma unroll
-      for (int sl = 0; sl < 2; ++sl)
+      for (int sl = 0; sl < kSlabs; ++sl)
 #pragma unroll
-        for (int i = 0; i < kSlabAcc; ++i) cute::warpgroup_fence_operand(acc[sl][i]);
+        for (int i = 0; i < kAcc; ++i) cute::warpgroup_fence_operand(acc[sl][i]);
       if (k_blocks > 0) release(step - 1);
 #pragma unroll
-      for (int sl = 0; sl < 2; ++sl)
-        store_slab_s32(p, t, acc[sl], n_wg + sl * 64 + warp * 16 + rs_column_of_row(lane / 4), lane);
+      for (int sl = 0; sl < kSlabs; ++sl)
+        store_slab_s32<BM>(p, t, acc[sl], n_wg + sl * 64 + warp * 16 + rs_column_of_row(lane / 4), lane);
     }
   }
   cute::cluster_arrive_relaxed();

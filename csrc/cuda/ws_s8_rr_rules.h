@@ -18,7 +18,8 @@ namespace ckgemm::ws::s8 {
 // CKGEMM_S8_FORM: 0 the register form (ws_s8_rr.cuh, a ring of kStages), 1 the TMA form (ws_s8_rr_tma.cuh, the
 // default: a ring In of kIn steps, A and raw B, and a ring Bt of kBt transposed B tiles; In 2 / Bt 3 beat In 3 /
 // Bt 2 on three of four cases on an H100, docs/PERF_2026-12-05f.md), 2 the register-operand form
-// (ws_s8_rr_rs.cuh, a ring of kRsStages steps, A and raw B).
+// (ws_s8_rr_rs.cuh, a ring of kRsStages steps, A and raw B) with tiles of CKGEMM_S8_RS_BM rows (128: 128 x 256,
+// 256: 256 x 128).
 #ifndef CKGEMM_S8_FORM
 #define CKGEMM_S8_FORM 1
 #endif
@@ -28,8 +29,14 @@ namespace ckgemm::ws::s8 {
 #ifndef CKGEMM_S8_TMA_BT
 #define CKGEMM_S8_TMA_BT 3
 #endif
+#ifndef CKGEMM_S8_RS_BM
+#define CKGEMM_S8_RS_BM 128
+#endif
 static_assert(CKGEMM_S8_FORM >= 0 && CKGEMM_S8_FORM <= 2, "CKGEMM_S8_FORM: 0, 1 or 2");
 constexpr int kTileN = 256, kStages = 4, kIn = CKGEMM_S8_TMA_IN, kBt = CKGEMM_S8_TMA_BT, kRsStages = 4;
+// The launched kernel's tile: rows (M-blocks of the schedule) and columns.
+constexpr int kLaunchedBlockM = CKGEMM_S8_FORM == 2 ? CKGEMM_S8_RS_BM : kBlockM;
+constexpr int kLaunchedTileN = CKGEMM_S8_FORM == 2 ? 128 * (256 / CKGEMM_S8_RS_BM) : kTileN;
 constexpr int kLaunchedStages = CKGEMM_S8_FORM == 2 ? kRsStages : CKGEMM_S8_FORM == 1 ? kIn : kStages;  // what the op reports (stages.cu)
 
 // Where the op takes the kernel (rules.cpp): calls averaging at most kMaxRowsPerGroup rows a group. Above that
@@ -52,7 +59,7 @@ inline std::string rejects(const PackedArgs& e) {
   auto aligned = [](const void* ptr, int to) { return reinterpret_cast<uintptr_t>(ptr) % to == 0; };
   if (e.groups < 1 || e.groups > kMaxGroups) return "takes 1 to " + std::to_string(kMaxGroups) + " groups";
   constexpr int64_t kIntMax = 2147483647;
-  if (e.rows > kIntMax - kBlockM || e.n > kIntMax - 2 * kMaxTileN || e.k > kIntMax - kBlockK)
+  if (e.rows > kIntMax - 2 * kBlockM || e.n > kIntMax - 2 * kMaxTileN || e.k > kIntMax - kBlockK)
     return "a dimension is within a tile of 2^31";
   if (e.k % 16 != 0 || e.lda % 16 != 0 || !aligned(e.a, 16)) return "TMA needs K, lda and A's base 16-byte aligned";
   if (e.n % 16 != 0 || e.ldb % 16 != 0 || (e.groups > 1 && e.b_group_stride % 16 != 0) || !aligned(e.b, 16))
