@@ -205,7 +205,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_s8_rr_rs_kernel(const __g
         store_slab_s32<BM>(p, t, acc[sl], n_wg + sl * 64 + warp * 16 + rs_column_of_row(lane / 4), lane);
     }
   }
-  cute::cluster_arrive_relaxed();
+  cute::cluster_arrive();  // release: this CTA's last arrivals on the peer's barriers land before the peer exits
   cute::cluster_wait();
 }
 
