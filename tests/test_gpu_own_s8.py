@@ -1,9 +1,9 @@
-"""ckgemm's own int8 RR kernel (csrc/cuda/ws_s8_rr_tma.cuh) behind the op: packed unscaled int8 calls with B
-row-major [G, K, N] and at most 768 rows a group on average route to it (no transpose of B first) where N, K
-and the strides are multiples of 16 (csrc/cuda/ws_s8_rr_rules.h); list calls, calls with more rows a group
-(prefill: the per-call transpose and RC are faster there) and the calls it refuses keep the per-call transpose. Checked exactly
-against the reference from poisoned outputs, against the RC kernel bit for bit, under graph replay with new
-device sizes, with a capped SM count, and for its refusals. CUTLASS only."""
+"""ckgemm's own int8 RR kernel (csrc/cuda/ws_s8_rr_rs.cuh) behind the op: packed unscaled int8 calls with B
+row-major [G, K, N] route to it (no transpose of B first) where N, K and the strides are multiples of 16
+(csrc/cuda/ws_s8_rr_rules.h); list calls and the calls it refuses keep the per-call transpose. Both of its tiles
+(128 x 256 where groups average at most 64 rows, 256 x 128 above: rs_block_m) are checked exactly against the
+reference from poisoned outputs, against the RC kernel bit for bit, under graph replay with new device sizes,
+with a capped SM count, and for its refusals. CUTLASS only."""
 from __future__ import annotations
 
 import pytest
@@ -30,11 +30,13 @@ def _paths():
     return set(ckgemm.last_dispatch().paths) - {"skip:empty"}
 
 
-# empty groups first, between and last; single rows; tile edges (127/128/129); a partial last k-block (K 2880,
-# 208); N past a 256-wide tile (272, 3856: a pair's second tile partly or wholly past N); one big group (beside
-# empty ones: the route takes at most 768 rows a group on average)
+# empty groups first, between and last; single rows; both tiles' row edges (127/128/129, 255/256/257); a partial
+# last k-block (K 2880, 208); N past a tile (272, 3856: a pair's second tile partly or wholly past N, a warp group
+# with no columns); one big group beside empty ones. Average rows a group: the first five take the 256-row tile,
+# the last three the 128-row tile.
 CASES = [([0, 1, 127, 128, 129, 300, 0, 1000, 0], 512, 256), ([700, 0, 513, 66], 3856, 2880),
-         ([1, 127, 256], 272, 208), ([5000] + [0] * 6, 768, 1024), ([3, 17, 1, 9], 4096, 7168)]
+         ([1, 127, 256], 272, 208), ([5000] + [0] * 6, 768, 1024), ([255, 256, 257, 0], 272, 208),
+         ([3, 17, 1, 9], 4096, 7168), ([0, 1, 127, 128, 129] + [0] * 7, 3856, 2880), ([64] * 8, 272, 208)]
 
 
 @pytest.mark.parametrize("size_dtype", [torch.int32, torch.int64], ids=["sizes32", "sizes64"])
@@ -86,9 +88,10 @@ def test_own_rr_kernel_replays_a_graph_with_new_device_sizes():
         check_packed(out, a, b, new, I8, k, f"own s8 replay {new}", layout="RR")
 
 
+@pytest.mark.parametrize("sizes", [[300, 0, 513, 129], [30, 0, 51, 12]], ids=["tile256", "tile128"])
 @pytest.mark.parametrize("sms", [1, 2, 7])
-def test_a_capped_sm_count_gives_the_same_bits(sms):
-    sizes, n, k = [300, 0, 513, 129], 768, 512
+def test_a_capped_sm_count_gives_the_same_bits(sms, sizes):
+    n, k = 768, 512
     a, b = _inputs(sizes, n, k, f"own-s8-sms-{sms}")
     gs = torch.tensor(sizes, device=DEVICE)
     want = ckgemm.grouped_gemm_packed(a, b, gs, layout="RR")
@@ -111,12 +114,12 @@ def test_calls_it_refuses_are_transposed_first(n, k, why):
     check_packed(out, a, b, sizes, I8, k, why, layout="RR")
 
 
-def test_more_rows_a_group_keep_the_transpose():
-    sizes, n, k = [1600, 0], 512, 256  # 800 rows a group on average
+def test_prefill_sized_calls_take_it_too():
+    sizes, n, k = [1600, 0, 2100, 900], 512, 256  # prefill's rows a group
     a, b = _inputs(sizes, n, k, "own-s8-prefill")
     out = poison((sum(sizes), n), torch.int32, DEVICE)
     ckgemm.grouped_gemm_packed(a, b, torch.tensor(sizes, device=DEVICE), out=out, layout="RR")
-    assert all("+transpose" in p for p in _paths()), ckgemm.last_dispatch()
+    assert _paths() == {OWN}, ckgemm.last_dispatch()
     check_packed(out, a, b, sizes, I8, k, "own s8 prefill-sized", layout="RR")
 
 

@@ -153,10 +153,7 @@ std::string instance_rejects(int id, const GroupDesc& g) {
 // alignment iff the leading dimensions and B's group stride do, so the envelope decides for all.
 std::string instance_rejects_packed(int id, const PackedArgs& p) {
   const InstanceInfo& info = instance_info(id);
-  if (info.packed_only && info.kind.dtype == DType::I8) {
-    const std::string why = ws::s8::rejects(p);
-    return why.empty() ? ws::s8::slower_than_transpose(p) : why;
-  }
+  if (info.packed_only && info.kind.dtype == DType::I8) return ws::s8::rejects(p);
   if (info.packed_only && info.kind.scaling == Scaling::None && fp8_promotion_interval() != 4)  // block: every block
     return "promotes every 4 wgmma k-blocks only (CKGEMM_FP8_PROMOTION=" + std::to_string(fp8_promotion_interval()) +
            " is CUTLASS's)";

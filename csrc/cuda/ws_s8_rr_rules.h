@@ -1,9 +1,12 @@
-// What ckgemm's own int8 RR grouped kernels (ws_s8_rr.cuh, ws_s8_rr_tma.cuh) take, in plain C++: the one
-// statement of their rule, read by the router (rules.cpp, through instance_rejects_packed, with the speed rule
-// slower_than_transpose below), by their launch (ws_s8_rr_launch.cuh) and by the benchmark's C entry. Packed calls only: int8
-// A [rows, k] through TMA (16-byte aligned base and leading dimension), B [groups, k, n] row-major read 16 bytes
-// at a time along N, by the threads or by TMA (N, ldb and B's group stride multiples of 16, a 16-byte aligned
-// base), at most kMaxGroups groups, int32 C of any leading dimension aligned to its element.
+// What ckgemm's own int8 RR grouped kernels (ws_s8_rr_rs.cuh, the one the op launches; the experiments
+// ws_s8_rr.cuh, ws_s8_rr_tma.cuh) take, in plain C++: the one statement of their rule, read by the router
+// (rules.cpp, through instance_rejects_packed), by their launch (ws_s8_rr_launch.cuh) and by the benchmark's C
+// entry. Packed calls only: int8 A [rows, k] through TMA (16-byte aligned base and leading dimension), B [groups,
+// k, n] row-major read 16 bytes at a time along N, by TMA or the threads (N, ldb and B's group stride multiples of
+// 16, a 16-byte aligned base), at most kMaxGroups groups, int32 C of any leading dimension aligned to its element.
+// The op routes every packed unscaled int8 RR call this rule admits to the kernel: the register-operand form runs
+// at the RC kernel's speed (0.94-1.08x RC on an H100, docs/PERF_2026-12-06.md), where the per-call transpose
+// costs 1.2-2.9x.
 #pragma once
 
 #include <cstdint>
@@ -14,14 +17,13 @@
 
 namespace ckgemm::ws::s8 {
 
-// The tile: 128 rows (kBlockM) x 256 columns, 128 deep (kBlockK). Which kernel the launch takes is the build switch
-// CKGEMM_S8_FORM: 0 the register form (ws_s8_rr.cuh, a ring of kStages), 1 the TMA form (ws_s8_rr_tma.cuh, the
-// default: a ring In of kIn steps, A and raw B, and a ring Bt of kBt transposed B tiles; In 2 / Bt 3 beat In 3 /
-// Bt 2 on three of four cases on an H100, docs/PERF_2026-12-05f.md), 2 the register-operand form
-// (ws_s8_rr_rs.cuh, a ring of kRsStages steps, A and raw B) with tiles of CKGEMM_S8_RS_BM rows (128: 128 x 256,
-// 256: 256 x 128).
+// Which kernel the launch takes is the build switch CKGEMM_S8_FORM: 2 the register-operand form (ws_s8_rr_rs.cuh,
+// the default: a ring of kRsStages steps, A and raw B), 1 the TMA form (ws_s8_rr_tma.cuh: a ring In of kIn steps,
+// A and raw B, and a ring Bt of kBt transposed B tiles, 128 x 256 tiles; 1.4-1.5x RC on prefill,
+// docs/PERF_2026-12-05f.md), 0 the register form (ws_s8_rr.cuh, a ring of kStages, 128 x 256 tiles; 2.7x RC on
+// prefill, docs/PERF_2026-12-05e.md). Forms 0 and 1 are kept as the experiments those records measured.
 #ifndef CKGEMM_S8_FORM
-#define CKGEMM_S8_FORM 1
+#define CKGEMM_S8_FORM 2
 #endif
 #ifndef CKGEMM_S8_TMA_IN
 #define CKGEMM_S8_TMA_IN 2
@@ -29,31 +31,26 @@ namespace ckgemm::ws::s8 {
 #ifndef CKGEMM_S8_TMA_BT
 #define CKGEMM_S8_TMA_BT 3
 #endif
+// The register-operand form's tile: 0 (default) by rs_block_m below, 128 or 256 forced (the benchmark's builds).
 #ifndef CKGEMM_S8_RS_BM
-#define CKGEMM_S8_RS_BM 128
+#define CKGEMM_S8_RS_BM 0
 #endif
 static_assert(CKGEMM_S8_FORM >= 0 && CKGEMM_S8_FORM <= 2, "CKGEMM_S8_FORM: 0, 1 or 2");
+static_assert(CKGEMM_S8_RS_BM == 0 || CKGEMM_S8_RS_BM == 128 || CKGEMM_S8_RS_BM == 256, "CKGEMM_S8_RS_BM: 0, 128 or 256");
 constexpr int kTileN = 256, kStages = 4, kIn = CKGEMM_S8_TMA_IN, kBt = CKGEMM_S8_TMA_BT, kRsStages = 4;
-// The launched kernel's tile: rows (M-blocks of the schedule) and columns.
-constexpr int kLaunchedBlockM = CKGEMM_S8_FORM == 2 ? CKGEMM_S8_RS_BM : kBlockM;
-constexpr int kLaunchedTileN = CKGEMM_S8_FORM == 2 ? 128 * (256 / CKGEMM_S8_RS_BM) : kTileN;
 constexpr int kLaunchedStages = CKGEMM_S8_FORM == 2 ? kRsStages : CKGEMM_S8_FORM == 1 ? kIn : kStages;  // what the op reports (stages.cu)
 
-// Where the op takes the kernel (rules.cpp): calls averaging at most kMaxRowsPerGroup rows a group. Above that
-// the op's per-call transpose and RC kernel are faster: the kernel runs compute-bound shapes at about 1.4x the RC
-// kernel's time, and the transpose costs a fixed time per weight byte, which fewer rows a group amortize worse.
-// On an H100: 128 rows a group 1.08x RC against 2.58x per call, 1024 rows (DeepSeek-V3 prefill) 1.39x against
-// 1.44x, 2048 rows (Mixtral prefill) 1.45x against 1.21x; on the H200 the transpose is relatively cheaper
-// (per call 1.30x at 1024 rows), hence the bound below 1024.
-constexpr int64_t kMaxRowsPerGroup = 768;
-
-inline std::string slower_than_transpose(const PackedArgs& e) {
-  if (e.rows > kMaxRowsPerGroup * e.groups)
-    return "more than " + std::to_string(kMaxRowsPerGroup) +
-           " rows a group on average: the per-call transpose and the RC kernel are faster";
-  return "";
+// The register-operand form's tile rows for a call: 256 (tiles of 256 x 128) where groups average more than
+// kRsNarrowRows rows, else 128 (128 x 256). The 256-row tile issues twice the MMAs per byte of B, all of them
+// whatever rows a group has, so on few rows a group the tensor cores pace it; with rows enough its shared-memory
+// traffic is RC's. On an H100: 16 rows a group (DeepSeek-V3 decode) 1.18x RC against 0.94x for 128 rows; 128
+// rows a group 0.93x against 1.01x; 1024 rows 0.94x against 0.98x; 2048 rows 1.05x against 1.08x. The bound
+// lies between the two measured points 16 and 128.
+constexpr int64_t kRsNarrowRows = 64;
+inline int rs_block_m(const PackedArgs& e) {
+  if (CKGEMM_S8_RS_BM != 0) return CKGEMM_S8_RS_BM;
+  return e.rows > kRsNarrowRows * e.groups ? 256 : 128;
 }
-
 
 inline std::string rejects(const PackedArgs& e) {
   auto aligned = [](const void* ptr, int to) { return reinterpret_cast<uintptr_t>(ptr) % to == 0; };
