@@ -1,8 +1,8 @@
 // ckgemm's own grouped kernels as rows of the CUTLASS backend's instance table (schedule OwnWarpSpecialized in
 // instances.inc): the fp8 kernel (ws_fp8.cuh: unscaled to fp32, block-scaled to bf16) and the int8 RR kernel
-// (ws_s8_rr.cuh: B row-major, transposed in its producer; int32 out), the packed form's launch. Their acceptance
-// rules are ws_fp8_rules.h and ws_s8_rr_rules.h, applied by rules.cpp; list groups are refused there, so the
-// router gives them to CUTLASS (8-bit RR list groups through the transpose).
+// (ws_s8_rr_rs.cuh: B row-major, read as stored into the wgmmas' register operand; int32 out), the packed form's
+// launch. Their acceptance rules are ws_fp8_rules.h and ws_s8_rr_rules.h, applied by rules.cpp; list groups are
+// refused there, so the router gives them to CUTLASS (8-bit RR list groups through the transpose).
 //
 // Two launches, as the CUTLASS instances make: the shared builder checks the device-resident group sizes
 // first (a bad size prints a "group_sizes" message and traps the stream, or sets sizes_ok), then the kernel,
@@ -58,7 +58,8 @@ struct WsInstance {
   static InstanceFns fns() { return {&bytes, &packed_bytes, &run}; }
 };
 
-// The own int8 RR kernel's row (ws_s8_rr.cuh): no workspace; the sizes checked first as for the fp8 kernel.
+// The own int8 RR kernel's row (ws_s8_rr_launch.cuh picks the form and tile): no workspace; the sizes checked
+// first as for the fp8 kernel.
 struct WsS8Instance {
   static size_t bytes(int, int) { return 0; }
   static size_t packed_bytes(const PackedArgs&, int) { return 0; }

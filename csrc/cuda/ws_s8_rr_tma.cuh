@@ -1,7 +1,8 @@
 // ckgemm's own int8 RR grouped kernel, second form: B [G, K, N] (N contiguous) loaded by TMA as it is stored into
 // a ring of raw tiles, transposed in shared memory by two producer warps into the K-major tile the wgmmas read.
-// Exact int32 out: 10 of 10 check shapes on an H100 at its first run. The form the op launches (ws_s8_rr_rules.h):
-// on an H100, DeepSeek-V3 decode at the RC kernel's speed, prefill at 1.4-1.5x RC (docs/PERF_2026-12-05f.md).
+// Exact int32 out: 10 of 10 check shapes on an H100 at its first run. An experiment (CKGEMM_S8_FORM=1): on an
+// H100, DeepSeek-V3 decode at the RC kernel's speed, prefill at 1.4-1.5x RC (docs/PERF_2026-12-05f.md); the op
+// launches the register-operand form (ws_s8_rr_rs.cuh), which drops this form's second pass over each B tile.
 //
 // Why a second form: the first (ws_s8_rr.cuh) loads B through registers, so the bytes it has in flight are what
 // its producer's registers hold (32-64 KB an SM); at the ~2 us loaded latency its calls imply, that paces every
