@@ -104,6 +104,28 @@ def _route_packed(probe, dtype, out, scaling, groups, rows, n, k, *, layout="RC"
     return name, routes.flags(code), (why.value or b"").decode()
 
 
+def test_packed_int8_rr_takes_ckgemm_own_rr_kernel_without_a_transpose(probe):
+    """Packed unscaled int8 calls with B row-major take ckgemm's own int8 RR kernel (ws_s8_rr_rs.cuh) as they
+    are, decode and prefill alike (it runs at the RC kernel's speed); its rule (ws_s8_rr_rules.h) sends the rest
+    through the transpose to the RC tiles: N or K off 16 bytes, more than 1024 groups; list groups always (packed
+    calls only); row scales (no RR instance of that kind)."""
+    i8, i32, bf16_out = torch.int8, 3, 1
+    own = "ws_128x256x128_c1x2"
+    for rows in (512, 4096, 768 * 32 + 1, 32768, 262144):
+        assert _route_packed(probe, i8, i32, 0, 32, rows, 4096, 7168, layout="RR") == (own, 0, ""), rows
+    assert _route_packed(probe, i8, i32, 0, 8, 4096, 4096, 2048, layout="RR", c_off=4, ldc=4097) == (own, 0, ""), \
+        "C offset by one element and an odd ldc: the kernel stores int32 pieces where C allows"
+    for n, k, groups in ((40, 2048, 8), (4096, 200, 8), (4096, 2048, 1025)):
+        name, flags, why = _route_packed(probe, i8, i32, 0, groups, 100 * groups, n, k, layout="RR")
+        assert why == "" and name != own and flags & routes.FLAG_TRANSPOSE_B, (n, k, groups, name)
+    name, flags, _ = _route_packed(probe, i8, bf16_out, 1, 8, 4096, 4096, 2048, layout="RR")
+    assert name != own and flags & routes.FLAG_TRANSPOSE_B, "row scales: no own RR instance"
+    code, _, _, _ = _route(probe, i8, i32, "RR", 0, 512, 4096, 7168)
+    assert routes.flags(code) & routes.FLAG_TRANSPOSE_B and _kind(probe, routes.instance(code))[2] == 0, \
+        "a list group: transposed to the RC tiles"
+    assert probe.probe_kind_rejects(4, 3, 1, 0) == b""  # int8 RR -> int32: the own kernel's kind
+
+
 def test_packed_unscaled_fp8_takes_ckgemm_own_kernel_where_its_rule_allows(probe):
     """The packed route (route_packed, as the executor calls it) of unscaled fp8 groups of more than 64 rows
     takes ckgemm's own kernel (ws_fp8.cuh) first, and so do block-scaled ones to bf16; its rule

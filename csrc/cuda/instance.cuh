@@ -308,13 +308,14 @@ using LayoutBOf = std::conditional_t<L == Layout::RC, cutlass::layout::ColumnMaj
 template <DType D>
 using AccOf = std::conditional_t<D == DType::I8, int32_t, float>;
 
-// ckgemm's own fp8 kernel (ws_fp8.cuh) in a table row's schedule column: its Spec's Kernel type is named and
-// never instantiated (ws_instance.cuh launches it; stages.cu reads its ring depth from ws::Config).
+// ckgemm's own kernels in a table row's schedule column (fp8: ws_fp8.cuh; int8 RR: ws_s8_rr.cuh): its Spec's
+// Kernel type is named and never instantiated (ws_instance.cuh launches them; stages.cu reads their ring depth).
 struct OwnWarpSpecialized {};
 
 #define CKGEMM_INSTANCE(key, dtype, out, layout, scaling, schedule, tm, tn, tk, cm, cn)                     \
   struct Spec_##key {                                                                                       \
     using Schedule = schedule;                                                                              \
+    static constexpr DType kDType = DType::dtype;                                                           \
     using Out = typename OutTypeOf<OutType::out>::T;                                                        \
     static constexpr Scaling kScaling = Scaling::scaling;                                                   \
     static constexpr int kTileN = tn, kClusterM = cm;                                                       \

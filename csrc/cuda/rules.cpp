@@ -11,6 +11,7 @@
 #include "../ckgemm.h"
 #include "fp8_promotion.h"
 #include "ws_fp8_rules.h"
+#include "ws_s8_rr_rules.h"
 
 namespace ckgemm {
 namespace {
@@ -20,7 +21,7 @@ struct ScheduleInfo {
   const char* suffix;  // "_direct": the ping-pong schedule without a TMA store
   bool any_output;     // writes any C (no TMA store)
   bool swap_ab;        // runs D^T = B A^T (decode-sized M on the narrow side of the MMA)
-  bool packed_only;    // ckgemm's own kernel: packed calls, its rule in ws_fp8_rules.h
+  bool packed_only;    // ckgemm's own kernels: packed calls, their rules in ws_fp8_rules.h, ws_s8_rr_rules.h
 };
 constexpr ScheduleInfo kSched_Cooperative{"coop", "", false, false, false};
 constexpr ScheduleInfo kSched_CooperativeSwapAB{"coop_swapab", "", false, true, false};
@@ -135,7 +136,7 @@ const InstanceInfo& instance_info(int id) { return table()[id]; }
 // 16 bytes (A's and B's K, RR B's N, C's N); the direct-store epilogue lifts those rules for C.
 std::string instance_rejects(int id, const GroupDesc& g) {
   const InstanceInfo& info = instance_info(id);
-  if (info.packed_only) return "ckgemm's own fp8 kernel takes only the packed form";
+  if (info.packed_only) return "ckgemm's own kernels take only the packed form";
   const int64_t in = element_bytes(info.kind.dtype), out = out_bytes(info.kind.out);
   if (g.m > INT_MAX || g.n > INT_MAX || g.k > INT_MAX) return "a dimension exceeds 2^31-1";
   if (!aligned16(g.a) || (g.lda * in) % 16) return "A base or lda not 16-byte aligned";
@@ -152,6 +153,7 @@ std::string instance_rejects(int id, const GroupDesc& g) {
 // alignment iff the leading dimensions and B's group stride do, so the envelope decides for all.
 std::string instance_rejects_packed(int id, const PackedArgs& p) {
   const InstanceInfo& info = instance_info(id);
+  if (info.packed_only && info.kind.dtype == DType::I8) return ws::s8::rejects(p);
   if (info.packed_only && info.kind.scaling == Scaling::None && fp8_promotion_interval() != 4)  // block: every block
     return "promotes every 4 wgmma k-blocks only (CKGEMM_FP8_PROMOTION=" + std::to_string(fp8_promotion_interval()) +
            " is CUTLASS's)";

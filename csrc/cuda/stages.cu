@@ -1,18 +1,21 @@
 // ckgemm::instance_stages for the CUTLASS backend: each instance's mainloop stage count, read from its
 // kernel type (CUTLASS's builder picks it from the shared memory the tile and epilogue leave; ckgemm's own
-// kernel from ws::Config). Types only: no kernel is instantiated here.
+// kernels from ws::Config and ws::s8). Types only: no kernel is instantiated here.
 #include <type_traits>
 
 #include "../instance_stages.h"
 #include "instance.cuh"
 #include "ws_fp8_types.cuh"
+#include "ws_s8_rr_rules.h"
 
 namespace ckgemm {
 namespace {
 
 template <class Spec>
 constexpr int stages_of() {
-  if constexpr (std::is_same_v<typename Spec::Schedule, cuda::OwnWarpSpecialized>)
+  if constexpr (std::is_same_v<typename Spec::Schedule, cuda::OwnWarpSpecialized> && Spec::kDType == DType::I8)
+    return ws::s8::kLaunchedStages;
+  else if constexpr (std::is_same_v<typename Spec::Schedule, cuda::OwnWarpSpecialized>)
     return ws::Config<Spec::kTileN, Spec::kClusterM == 2>::kStages;  // a 2x1 cluster shares B
   else
     return Spec::Kernel::CollectiveMainloop::DispatchPolicy::Stages;

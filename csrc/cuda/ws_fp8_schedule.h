@@ -19,10 +19,11 @@ constexpr int kBlockM = 128, kBlockK = 128, kThreads = 384, kMaxGroups = 1024, k
 // rounded down to 4.
 constexpr int kMaxKBlocks = 512, kBulkScaleRows = kBlockM + 4;
 
-// Units a group of m rows makes with n_blocks tiles across N.
-template <bool McastB>
+// Units a group of m rows makes with n_blocks tiles across N, in M-blocks of BM rows (the int8 RR kernel's
+// register-operand form takes 256).
+template <bool McastB, int BM = kBlockM>
 CKGEMM_WS_HD int units_of(int m, int n_blocks) {
-  const int m_blocks = (m + kBlockM - 1) / kBlockM;
+  const int m_blocks = (m + BM - 1) / BM;
   return McastB ? (m_blocks + 1) / 2 * n_blocks : m_blocks * ((n_blocks + 1) / 2);
 }
 
@@ -41,13 +42,13 @@ struct Tile {
 };
 
 // The tile of cluster rank `rank` (0 or 1) in unit u, from the prefix sums of rows and units per group.
-template <int BN, bool McastB>
+template <int BN, bool McastB, int BM = kBlockM>
 CKGEMM_WS_HD Tile decode_unit(const int* row_start, const int* unit_start, int groups, int u, int rank) {
   Tile t;
   t.g = group_of(unit_start, groups, u);
   const int local = u - unit_start[t.g];
   t.m_g = row_start[t.g + 1] - row_start[t.g];
-  const int m_blocks = (t.m_g + kBlockM - 1) / kBlockM;
+  const int m_blocks = (t.m_g + BM - 1) / BM;
   int mb, nb;
   if (McastB) {
     const int pairs = (m_blocks + 1) / 2;
@@ -57,7 +58,7 @@ CKGEMM_WS_HD Tile decode_unit(const int* row_start, const int* unit_start, int g
     mb = local % m_blocks;
     nb = 2 * (local / m_blocks) + rank;
   }
-  t.m_local0 = mb * kBlockM;
+  t.m_local0 = mb * BM;
   t.row0 = row_start[t.g] + t.m_local0;
   t.n0 = nb * BN;
   return t;

@@ -1,7 +1,8 @@
-// ckgemm's own fp8 grouped kernel (ws_fp8.cuh) as a row of the CUTLASS backend's instance table (schedule
-// OwnWarpSpecialized in instances.inc: unscaled to fp32, block-scaled to bf16): the packed form's launch. Its
-// acceptance rule is ws_fp8_rules.h, applied by rules.cpp; list groups are refused there, so the router gives
-// them to CUTLASS.
+// ckgemm's own grouped kernels as rows of the CUTLASS backend's instance table (schedule OwnWarpSpecialized in
+// instances.inc): the fp8 kernel (ws_fp8.cuh: unscaled to fp32, block-scaled to bf16) and the int8 RR kernel
+// (ws_s8_rr_rs.cuh: B row-major, read as stored into the wgmmas' register operand; int32 out), the packed form's
+// launch. Their acceptance rules are ws_fp8_rules.h and ws_s8_rr_rules.h, applied by rules.cpp; list groups are
+// refused there, so the router gives them to CUTLASS (8-bit RR list groups through the transpose).
 //
 // Two launches, as the CUTLASS instances make: the shared builder checks the device-resident group sizes
 // first (a bad size prints a "group_sizes" message and traps the stream, or sets sizes_ok), then the kernel,
@@ -17,6 +18,7 @@
 #include "../common/packed_args.cuh"
 #include "instance.cuh"
 #include "ws_fp8_launch.cuh"
+#include "ws_s8_rr_launch.cuh"
 
 namespace ckgemm::cuda {
 
@@ -56,11 +58,45 @@ struct WsInstance {
   static InstanceFns fns() { return {&bytes, &packed_bytes, &run}; }
 };
 
+// The own int8 RR kernel's row (ws_s8_rr_launch.cuh picks the form and tile): no workspace; the sizes checked
+// first as for the fp8 kernel.
+struct WsS8Instance {
+  static size_t bytes(int, int) { return 0; }
+  static size_t packed_bytes(const PackedArgs&, int) { return 0; }
+
+  static Status run(const Launch& l) {
+    const PackedArgs& p = *l.packed;
+    if (p.sizes_ok == nullptr) {
+      build_packed_groups<<<1, packed_builder_threads(p.groups), 0, l.stream>>>(p, 1, 4, NullSink{});
+      const cudaError_t e = cudaGetLastError();
+      if (e != cudaSuccess) {
+        report_message(l.report, -1, std::string("group size check: ") + cudaGetErrorString(e));
+        return Status::BackendError;
+      }
+    }
+    std::string why;
+    const cudaError_t e = ws::s8::launch(p, l.sm_count, l.stream, &why);
+    if (e != cudaSuccess) {
+      report_message(l.report, -1, why);
+      return Status::BackendError;
+    }
+    return Status::Ok;
+  }
+
+  static InstanceFns fns() { return {&bytes, &packed_bytes, &run}; }
+};
+
+template <class Spec>
+InstanceFns ws_fns() {
+  if constexpr (Spec::kDType == DType::I8) return WsS8Instance::fns();
+  else return WsInstance<Spec>::fns();
+}
+
 }  // namespace ckgemm::cuda
 
 // Defines `ckgemm::cuda::InstanceFns ckgemm::cuda::instance_fns_<key>()` for an own-kernel row.
 #define CKGEMM_WS_INSTANCE(key)                                                                       \
   namespace ckgemm::cuda {                                                                            \
   static_assert(std::is_same_v<Spec_##key::Schedule, OwnWarpSpecialized>, "not an own-kernel row");  \
-  InstanceFns instance_fns_##key() { return WsInstance<Spec_##key>::fns(); }                          \
+  InstanceFns instance_fns_##key() { return ws_fns<Spec_##key>(); }                                   \
   }

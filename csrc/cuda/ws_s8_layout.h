@@ -66,4 +66,37 @@ CKGEMM_WS_HD void transpose_columns(const uint32_t (&rows)[16][4], int c, uint32
   for (int q = 0; q < 4; ++q) transpose4(rows[4 * q][c], rows[4 * q + 1][c], rows[4 * q + 2][c], rows[4 * q + 3][c], y[q]);
 }
 
+// The register-operand form (ws_s8_rr_rs.cuh) reads a warp's 16 columns of the raw tile (chunk nc) straight into
+// the K-major A fragment of an s8 wgmma (m64nNk32, the warp's 16 rows): register i holds row g + 8 (i % 2), K
+// 4q + 16 (i / 2) .. + 3 (g = lane / 4, q = lane % 4; CuTe's ALayout_64x32). One ldmatrix .x4 .trans per 32 of
+// K: lane l gives row l % 8 of matrix l / 8, at K row rs_ldsm_k(l) of the 32, and gets from each 8 x 8 matrix of
+// 16-bit pairs the pair of columns 2g, 2g + 1 in two of its rows. Matrices 0 and 1 hold K 0 .. 15, 2 and 3 K 16 ..
+// 31; of lane q's four K rows 4q .. 4q + 3, matrix 0 (2) gives two and matrix 1 (3) the other two, which two
+// chosen so that each matrix's eight rows fall in eight different chunks of the swizzle (rows % 8 all
+// different: no bank conflict). Two byte permutes then make column 2g's and column 2g + 1's K-ordered words:
+// wgmma row g is the warp's column 2g and row g + 8 its column 2g + 1 (rs_column_of_row), which the epilogue
+// follows.
+CKGEMM_WS_HD int rs_ldsm_k(int lane) {
+  const int mat = lane / 8, r = lane % 8, q = r / 2;
+  return 16 * (mat / 2) + 4 * q + r % 2 + 2 * ((mat % 2) ^ (q >= 2 ? 1 : 0));
+}
+
+// The byte_perm selections of lane's column 2g (odd 0) and 2g + 1 (odd 1) words from matrices x (0 or 2) and y (1
+// or 3): lanes q < 2 have K 4q, 4q + 1 in x, lanes q >= 2 in y.
+CKGEMM_WS_HD uint32_t rs_select(int lane, int odd) {
+  const bool x_first = lane % 4 < 2;
+  return odd ? (x_first ? 0x7531u : 0x3175u) : (x_first ? 0x6420u : 0x2064u);
+}
+
+// The A fragment from one ldmatrix .x4 .trans (d) and this lane's two selections.
+CKGEMM_WS_HD void rs_fragment(const uint32_t (&d)[4], uint32_t even, uint32_t odd, uint32_t (&a)[4]) {
+  a[0] = byte_perm(d[0], d[1], even);
+  a[1] = byte_perm(d[0], d[1], odd);
+  a[2] = byte_perm(d[2], d[3], even);
+  a[3] = byte_perm(d[2], d[3], odd);
+}
+
+// The warp's column (0 .. 15) that wgmma row r (0 .. 15 of the warp's) computes.
+CKGEMM_WS_HD int rs_column_of_row(int r) { return 2 * (r % 8) + r / 8; }
+
 }  // namespace ckgemm::ws::s8

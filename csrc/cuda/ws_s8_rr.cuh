@@ -1,8 +1,9 @@
 // ckgemm's own int8 grouped GEMM for SM90 with B row-major (layout RR: A [rows, K], B [G, K, N], N contiguous),
 // exact int32 out, B transposed inside the kernel's producer rather than by a separate pass over all of B.
 //
-// Status: an experiment, not used by the op. Exact on every check shape (H100 and H200), but on the H200 it ran
-// DeepSeek-V3 prefill at 2.7x the RC kernel's time (decode 1.95x, against 2.93x for the op's per-call transpose):
+// Status: an experiment (CKGEMM_S8_FORM=0; the op launches ws_s8_rr_rs.cuh's form). Exact on every check shape
+// (H100 and H200), but on the H200 it ran DeepSeek-V3 prefill at 2.7x the RC kernel's time (decode 1.95x,
+// against 2.93x for the op's per-call transpose):
 // each k-block step of its producer takes about 4000 cycles. docs/PERF_2026-12-05e.md has the numbers, the
 // suspects and the switches below that test them.
 //

@@ -1,8 +1,9 @@
 // Host half of ckgemm's own int8 RR grouped kernels: the tensor maps and the launch of a packed call of the ckgemm
 // ABI (PackedArgs with B [G, K, N] row-major; one kernel, whose CTAs read the group sizes themselves). Which kernel
-// is a build switch while both are experiments (docs/PERF_2026-12-05e.md): CKGEMM_S8_TMA 0 (default) launches
-// ws_s8_rr.cuh's (B through the producer's registers), 1 ws_s8_rr_tma.cuh's (B by TMA, transposed in shared
-// memory).
+// is a build switch (ws_s8_rr_rules.h): CKGEMM_S8_FORM 2 (default) launches ws_s8_rr_rs.cuh's (B by TMA, read as
+// the wgmmas' register operand) with the tile rs_block_m picks for the call, 1 ws_s8_rr_tma.cuh's (B by TMA,
+// transposed in shared memory), 0 ws_s8_rr.cuh's (B through the producer's registers). Only the selected form's
+// header is compiled.
 #pragma once
 
 #include <cuda.h>
@@ -10,34 +11,51 @@
 #include <string>
 
 #include "ws_fp8_launch.cuh"
-#include "ws_s8_rr.cuh"
-#include "ws_s8_rr_tma.cuh"
 #include "ws_s8_rr_rules.h"
-
-#ifndef CKGEMM_S8_TMA
-#define CKGEMM_S8_TMA 0
+#if CKGEMM_S8_FORM == 2
+#include "ws_s8_rr_rs.cuh"
+#elif CKGEMM_S8_FORM == 1
+#include "ws_s8_rr_tma.cuh"
+#else
+#include "ws_s8_rr.cuh"
 #endif
 
 namespace ckgemm::ws::s8 {
 
-constexpr auto kKernel = CKGEMM_S8_TMA ? grouped_s8_rr_tma_kernel : grouped_s8_rr_kernel;
-constexpr size_t kSmemBytes = CKGEMM_S8_TMA ? sizeof(SmemTma) : sizeof(Smem);
+// The build's kernel for tiles of BM rows (BM matters to the register-operand form only), its shared memory and
+// tile columns.
+struct Form {
+  void (*kernel)(Params);
+  size_t smem;
+  int tile_n;
+};
+template <int BM>
+inline Form form() {
+#if CKGEMM_S8_FORM == 2
+  return {grouped_s8_rr_rs_kernel<BM>, sizeof(SmemRs<BM>), RsShape<BM>::kTileN};
+#elif CKGEMM_S8_FORM == 1
+  return {grouped_s8_rr_tma_kernel, sizeof(SmemTma), kTileN};
+#else
+  return {grouped_s8_rr_kernel, sizeof(Smem), kTileN};
+#endif
+}
 
+template <int BM>
 inline cudaError_t smem_raised() {
   static const cudaError_t raised =
-      cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes));
+      cudaFuncSetAttribute(form<BM>().kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(form<BM>().smem));
   return raised;
 }
 
-inline cudaError_t launch(const PackedArgs& c, int sm_count, cudaStream_t stream, std::string* why) {
-  *why = rejects(c);
-  if (!why->empty()) return cudaErrorInvalidValue;
-  if (c.n == 0) return cudaSuccess;  // nothing to store (and a tensor map of B wants N > 0)
+template <int BM>
+inline cudaError_t launch_tile(const PackedArgs& c, int sm_count, cudaStream_t stream, std::string* why) {
+  constexpr bool kRs = CKGEMM_S8_FORM == 2;
+  const Form f = form<BM>();
   Params p{};
   const cuuint64_t dims_a[2] = {static_cast<cuuint64_t>(c.k), static_cast<cuuint64_t>(c.rows)};
   const cuuint64_t strides_a[1] = {static_cast<cuuint64_t>(c.lda)};
-  const cuuint32_t box_a[2] = {kBlockK, kRowsA};
-  // B as stored, [groups, k, n], for the TMA form: boxes of 128 columns (128 bytes, the swizzle's row) x 128 rows.
+  const cuuint32_t box_a[2] = {kBlockK, (kRs ? BM : kBlockM) / 2};  // half the tile's rows from each CTA
+  // B as stored, [groups, k, n], for the TMA and register-operand forms: boxes of 128 columns (128 bytes, the swizzle's row) x 128 rows.
   // One group: B's group stride is never followed (it may be 0), but the tensor map wants a real one.
   const int64_t b_group_stride = c.groups > 1 ? c.b_group_stride : c.k * c.ldb;
   const cuuint64_t dims_b[3] = {static_cast<cuuint64_t>(c.n), static_cast<cuuint64_t>(c.k),
@@ -45,7 +63,7 @@ inline cudaError_t launch(const PackedArgs& c, int sm_count, cudaStream_t stream
   const cuuint64_t strides_b[2] = {static_cast<cuuint64_t>(c.ldb), static_cast<cuuint64_t>(b_group_stride)};
   const cuuint32_t box_b[3] = {128, kBlockK, 1};
   if (!encode(&p.tma_a, c.a, 2, dims_a, strides_a, box_a) ||
-      (CKGEMM_S8_TMA && !encode(&p.tma_b, c.b, 3, dims_b, strides_b, box_b))) {
+      (CKGEMM_S8_FORM != 0 && !encode(&p.tma_b, c.b, 3, dims_b, strides_b, box_b))) {
     *why = "cuTensorMapEncodeTiled refused the operands";
     return cudaErrorInvalidValue;
   }
@@ -55,19 +73,27 @@ inline cudaError_t launch(const PackedArgs& c, int sm_count, cudaStream_t stream
   p.c = static_cast<int32_t*>(c.c);
   set_call_fields(p, c);
   p.vector_store = c.ldc % 2 == 0 && reinterpret_cast<uintptr_t>(c.c) % 8 == 0;
-  const cudaError_t raised = smem_raised();
+  const cudaError_t raised = smem_raised<BM>();
   if (raised != cudaSuccess) {
     *why = std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(raised);
     return raised;
   }
   // Clusters of two sharing A (two N-blocks of one M-block a unit).
-  const int64_t n_blocks = (c.n + kTileN - 1) / kTileN;
-  const int64_t units = (c.rows / kBlockM + c.groups) * ((n_blocks + 1) / 2);
+  const int64_t n_blocks = (c.n + f.tile_n - 1) / f.tile_n;
+  const int64_t units = (c.rows / (kRs ? BM : kBlockM) + c.groups) * ((n_blocks + 1) / 2);
   cudaLaunchAttribute attr;
-  const cudaLaunchConfig_t config = pair_config(pair_grid(units, sm_count), kThreads, kSmemBytes, stream, &attr);
-  const cudaError_t e = cudaLaunchKernelEx(&config, kKernel, p);
+  const cudaLaunchConfig_t config = pair_config(pair_grid(units, sm_count), kThreads, f.smem, stream, &attr);
+  const cudaError_t e = cudaLaunchKernelEx(&config, f.kernel, p);
   if (e != cudaSuccess) *why = std::string("launch: ") + cudaGetErrorString(e);
   return e;
+}
+
+inline cudaError_t launch(const PackedArgs& c, int sm_count, cudaStream_t stream, std::string* why) {
+  *why = rejects(c);
+  if (!why->empty()) return cudaErrorInvalidValue;
+  if (c.n == 0) return cudaSuccess;  // nothing to store (and a tensor map of B wants N > 0)
+  if (CKGEMM_S8_FORM == 2 && rs_block_m(c) == 256) return launch_tile<256>(c, sm_count, stream, why);
+  return launch_tile<128>(c, sm_count, stream, why);
 }
 
 }  // namespace ckgemm::ws::s8

@@ -1,8 +1,8 @@
 // ckgemm's own int8 RR grouped kernel, second form: B [G, K, N] (N contiguous) loaded by TMA as it is stored into
 // a ring of raw tiles, transposed in shared memory by two producer warps into the K-major tile the wgmmas read.
-// Exact int32 out: 10 of 10 check shapes on an H100 at its first run. There, rings In 2 / Bt 3, DeepSeek-V3 decode
-// ran at the RC kernel's speed and prefill at 1.4-1.5x RC (docs/PERF_2026-12-05f.md). The op does not launch it
-// yet: branch s8-rr-route routes small int8 RR calls to it.
+// Exact int32 out: 10 of 10 check shapes on an H100 at its first run. An experiment (CKGEMM_S8_FORM=1): on an
+// H100, DeepSeek-V3 decode at the RC kernel's speed, prefill at 1.4-1.5x RC (docs/PERF_2026-12-05f.md); the op
+// launches the register-operand form (ws_s8_rr_rs.cuh), which drops this form's second pass over each B tile.
 //
 // Why a second form: the first (ws_s8_rr.cuh) loads B through registers, so the bytes it has in flight are what
 // its producer's registers hold (32-64 KB an SM); at the ~2 us loaded latency its calls imply, that paces every
@@ -26,16 +26,8 @@
 
 namespace ckgemm::ws::s8 {
 
-// Two rings. In: A's tile (16 KB) and B's raw tile (32 KB) of a step, loaded together by one TMA thread (kIn deep,
-// so both are issued two steps ahead). Bt: the transposed B tile (32 KB) the wgmmas read, written one step ahead
-// (kBt deep). 3 x 48 + 2 x 32 = 208 KB.
-#ifndef CKGEMM_S8_TMA_IN
-#define CKGEMM_S8_TMA_IN 3
-#endif
-#ifndef CKGEMM_S8_TMA_BT
-#define CKGEMM_S8_TMA_BT 2
-#endif
-constexpr int kIn = CKGEMM_S8_TMA_IN, kBt = CKGEMM_S8_TMA_BT;
+// Two rings (depths kIn and kBt in ws_s8_rr_rules.h). In: A's tile (16 KB) and B's raw tile (32 KB) of a step.
+// Bt: the transposed B tile (32 KB) the wgmmas read. 2 x 48 + 3 x 32 = 192 KB.
 static_assert(kIn >= 2 && kBt >= 2, "the consumers hold two slots of each ring (one step in flight, one issued)");
 
 struct alignas(1024) SmemTma {

@@ -6,7 +6,10 @@
 //   - both forms' threads, moving their blocks as the kernels do, write every byte of a random 128 x 256 tile to
 //     its transposed place exactly once;
 //   - in every shared-memory load and store of 16 bytes, the eight lanes of a phase hit eight different chunks of
-//     128 bytes (no bank conflict).
+//     128 bytes (no bank conflict);
+//   - the register-operand form's fragments: ldmatrix .x4 .trans simulated from its PTX definition on the raw
+//     tile, then the byte permutes, give every lane the s8 wgmma A fragment (CuTe's ALayout_64x32) of the columns
+//     rs_column_of_row names, and each of its 8 x 8 matrices reads eight different chunks.
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -101,10 +104,16 @@ void check_register_form(const std::vector<uint8_t>& b) {
   check_phases(stores, "register form stores");
 }
 
-void check_tma_form(const std::vector<uint8_t>& b) {
-  std::vector<uint8_t> raw(kTileBytes, 0);  // as TMA writes it: two N halves, each swizzled
+// The raw tile as TMA writes it: two N halves of 128 (K) x 128 (N), each row swizzled.
+std::vector<uint8_t> raw_tile(const std::vector<uint8_t>& b) {
+  std::vector<uint8_t> raw(kTileBytes, 0);
   for (int k = 0; k < kK; ++k)
     for (int n = 0; n < kN; ++n) raw[sw128((n / 128) * kRawHalfBytes + k * 128 + n % 128)] = b[k * kN + n];
+  return raw;
+}
+
+void check_tma_form(const std::vector<uint8_t>& b) {
+  const std::vector<uint8_t> raw = raw_tile(b);
   std::vector<uint8_t> tile(kTileBytes, 0);
   std::vector<int> written(kTileBytes, 0);
   std::vector<std::vector<int>> loads(64), stores(64);
@@ -124,6 +133,49 @@ void check_tma_form(const std::vector<uint8_t>& b) {
   check_phases(stores, "TMA form stores");
 }
 
+// ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 as PTX defines it: matrix m's row r is the 16 bytes at lane
+// 8m + r's address (eight 16-bit elements); with .trans, lane (g, q) gets elements g of rows 2q and 2q + 1.
+void ldsm_x4_trans(const std::vector<uint8_t>& smem, const int (&addr)[32], int lane, uint32_t (&d)[4]) {
+  const int g = lane / 4, q = lane % 4;
+  for (int m = 0; m < 4; ++m) {
+    const uint8_t* r0 = &smem[addr[8 * m + 2 * q]];
+    const uint8_t* r1 = &smem[addr[8 * m + 2 * q + 1]];
+    d[m] = r0[2 * g] | r0[2 * g + 1] << 8 | r1[2 * g] << 16 | static_cast<uint32_t>(r1[2 * g + 1]) << 24;
+  }
+}
+
+void check_rs_form(const std::vector<uint8_t>& b) {
+  const std::vector<uint8_t> raw = raw_tile(b);
+  std::vector<std::vector<int>> loads(32);
+  for (int nc = 0; nc < 16; ++nc)
+    for (int kk = 0; kk < kK / 32; ++kk) {
+      int addr[32];
+      for (int l = 0; l < 32; ++l) {
+        addr[l] = raw_offset(32 * kk + rs_ldsm_k(l), nc);
+        loads[l].push_back(addr[l]);
+      }
+      int wrong = 0;
+      for (int l = 0; l < 32; ++l) {
+        uint32_t d[4], a[4];
+        ldsm_x4_trans(raw, addr, l, d);
+        rs_fragment(d, rs_select(l, 0), rs_select(l, 1), a);
+        const int g = l / 4, q = l % 4;
+        for (int i = 0; i < 4; ++i)
+          for (int j = 0; j < 4; ++j) {  // ALayout_64x32: register i byte j is row g + 8 (i % 2), K 4q + j + 16 (i / 2)
+            const int row = g + 8 * (i % 2), k = 32 * kk + 4 * q + j + 16 * (i / 2);
+            wrong += byte_of(a[i], j) != b[k * kN + 16 * nc + rs_column_of_row(row)];
+          }
+      }
+      CHECK_EQ(wrong, 0);
+      if (wrong) std::fprintf(stderr, "register-operand form: chunk %d, K step %d: %d bytes wrong\n", nc, kk, wrong);
+    }
+  check_phases(loads, "register-operand form loads");
+  std::set<int> columns;
+  for (int r = 0; r < 16; ++r) columns.insert(rs_column_of_row(r));
+  CHECK_EQ(static_cast<int>(columns.size()), 16);
+  CHECK_EQ(*columns.rbegin(), 15);
+}
+
 }  // namespace
 
 int main() {
@@ -135,6 +187,7 @@ int main() {
     for (auto& v : b) v = static_cast<uint8_t>(rng());
     check_register_form(b);
     check_tma_form(b);
+    check_rs_form(b);
   }
   std::printf("test_ws_s8_layout: %d checks, %d failures\n", host_test::checks(), host_test::failures());
   return host_test::failures() == 0 ? 0 : 1;

@@ -1,6 +1,7 @@
 // The tile schedule of ckgemm's own fp8 grouped kernel (csrc/cuda/ws_fp8_schedule.h, the arithmetic the kernel
 // runs), checked on the host: for random group sizes (empty groups, single rows, exact tile multiples) and N,
-// every real 128 x BN tile of every group is taken exactly once across all units and both CTAs of a cluster;
+// every real BM x BN tile of every group (BM 128, or 256 as the int8 RR kernel's register-operand form takes) is
+// taken exactly once across all units and both CTAs of a cluster;
 // the two CTAs of a unit share the operand they multicast (A: the same rows; B: the same group and columns);
 // rank 0's tile is always real, so a dummy is only ever a pair's overhang; rows map to the group's rows of A.
 #include <cstdio>
@@ -14,26 +15,26 @@
 
 using namespace ckgemm::ws;
 
-template <int BN, bool McastB>
+template <int BN, bool McastB, int BM>
 void check_cover(const std::vector<int>& sizes, int n) {
   const int groups = static_cast<int>(sizes.size()), n_blocks = (n + BN - 1) / BN;
   std::vector<int> row_start(groups + 1, 0), unit_start(groups + 1, 0);
   long long expected = 0;
   for (int g = 0; g < groups; ++g) {
     row_start[g + 1] = row_start[g] + sizes[g];
-    unit_start[g + 1] = unit_start[g] + units_of<McastB>(sizes[g], n_blocks);
-    expected += static_cast<long long>((sizes[g] + kBlockM - 1) / kBlockM) * n_blocks;
+    unit_start[g + 1] = unit_start[g] + units_of<McastB, BM>(sizes[g], n_blocks);
+    expected += static_cast<long long>((sizes[g] + BM - 1) / BM) * n_blocks;
   }
   std::map<std::tuple<int, int, int>, int> seen;
   for (int u = 0; u < unit_start[groups]; ++u) {
-    const Tile t0 = decode_unit<BN, McastB>(row_start.data(), unit_start.data(), groups, u, 0);
-    const Tile t1 = decode_unit<BN, McastB>(row_start.data(), unit_start.data(), groups, u, 1);
+    const Tile t0 = decode_unit<BN, McastB, BM>(row_start.data(), unit_start.data(), groups, u, 0);
+    const Tile t1 = decode_unit<BN, McastB, BM>(row_start.data(), unit_start.data(), groups, u, 1);
     CHECK_EQ(t0.g, t1.g);
     CHECK(sizes[t0.g] > 0);
     CHECK_EQ(t0.m_g, sizes[t0.g]);
     if (McastB) {  // B shared: same columns, consecutive M-blocks
       CHECK_EQ(t0.n0, t1.n0);
-      CHECK_EQ(t1.m_local0, t0.m_local0 + kBlockM);
+      CHECK_EQ(t1.m_local0, t0.m_local0 + BM);
     } else {       // A shared: same rows, consecutive N-blocks
       CHECK_EQ(t0.row0, t1.row0);
       CHECK_EQ(t1.n0, t0.n0 + BN);
@@ -41,14 +42,14 @@ void check_cover(const std::vector<int>& sizes, int n) {
     CHECK(t0.m_local0 < t0.m_g && t0.n0 < n);
     for (const Tile& t : {t0, t1}) {
       CHECK_EQ(t.row0, row_start[t.g] + t.m_local0);
-      if (t.m_local0 < t.m_g && t.n0 < n) ++seen[{t.g, t.m_local0 / kBlockM, t.n0 / BN}];
+      if (t.m_local0 < t.m_g && t.n0 < n) ++seen[{t.g, t.m_local0 / BM, t.n0 / BN}];
     }
   }
   CHECK_EQ(static_cast<long long>(seen.size()), expected);
   for (const auto& [tile, count] : seen) CHECK_EQ(count, 1);
 }
 
-template <int BN, bool McastB>
+template <int BN, bool McastB, int BM = kBlockM>
 void check_cases(std::mt19937& rng) {
   const int ns[] = {1, 64, 128, 129, 192, 200, 384, 4096, 4100};
   const int group_counts[] = {1, 2, 7, 32, 300};
@@ -60,7 +61,7 @@ void check_cases(std::mt19937& rng) {
         m = kind == 0 ? 0 : kind == 1 ? 1 : kind == 2 ? kBlockM * static_cast<int>(1 + rng() % 4)
                                                       : static_cast<int>(rng() % 700);
       }
-      check_cover<BN, McastB>(sizes, n);
+      check_cover<BN, McastB, BM>(sizes, n);
     }
   }
 }
@@ -71,6 +72,7 @@ int main() {
   check_cases<128, true>(rng);
   check_cases<192, false>(rng);
   check_cases<192, true>(rng);
+  check_cases<128, false, 256>(rng);
   const int unit_start[] = {0, 0, 3, 3, 5};  // empty groups 0 and 2: a unit never lands in one
   CHECK_EQ(group_of(unit_start, 4, 0), 1);
   CHECK_EQ(group_of(unit_start, 4, 2), 1);
