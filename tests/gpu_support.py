@@ -7,7 +7,7 @@ import torch
 
 import ckgemm
 from ckgemm.testing import check, grouped_gemm_reference, grouped_gemm_reference_packed
-from support import generator, rand_tensor
+from support import generator, poison, rand_tensor
 
 DEVICE = "cuda"
 _status = ckgemm.backend_status(DEVICE) if torch.cuda.is_available() else {}
@@ -60,6 +60,24 @@ def check_packed(out, a, b, sizes, dtype, k, name, layout="RC"):
     starts = [sum(sizes[:g]) for g in range(len(sizes))]
     check([out[s:s + m] for s, m in zip(starts, sizes)], [ref[s:s + m] for s, m in zip(starts, sizes)],
           in_dtype=dtype, k=k, name=name, max_diff=FP8_MAX_DIFF if dtype.itemsize == 1 else None)
+
+
+def replay_with_new_sizes(call, gs, out, judge, path):
+    """Capture ``call`` (after a warm-up on the capture stream) and check that it ran ``path``; then replay it with
+    new device sizes in ``gs``, each result judged (``judge(new_sizes)``) from a freshly poisoned ``out``."""
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        call()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            call()
+    assert set(ckgemm.last_dispatch().paths) - {"skip:empty"} == {path}, ckgemm.last_dispatch()
+    for new in ([0, 1024, 0, 0], [1, 1, 1, 1021], [256, 256, 256, 256]):
+        gs.copy_(torch.tensor(new, dtype=gs.dtype))
+        out.copy_(poison(out.shape, out.dtype, out.device))
+        graph.replay()
+        torch.cuda.synchronize()
+        judge(new)
 
 
 def instance_of(path: str) -> dict:

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import ckgemm
-from gpu_support import DEVICE, MARKS, NATIVE, check_packed
+from gpu_support import DEVICE, MARKS, NATIVE, check_packed, replay_with_new_sizes
 from support import generator, poison, rand_tensor
 
 pytestmark = MARKS + [pytest.mark.skipif(NATIVE != "cutlass", reason="ckgemm's own fp8 kernel is CUDA (sm_90a)")]
@@ -70,26 +70,10 @@ def test_own_kernel_matches_the_reference_and_cutlass(case, size_dtype):
 def test_own_kernel_replays_a_graph_with_new_device_sizes():
     sizes = [300, 0, 212, 512]
     a, b, gs, out = _call(sizes, 384, 512, "own-fp8-graph")
-    _replay_with_new_sizes(lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out), gs, out,
-                           lambda new: check_packed(out, a, b, new, FP8, 512, f"own fp8 replay {new}"))
+    replay_with_new_sizes(lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out), gs, out,
+                          lambda new: check_packed(out, a, b, new, FP8, 512, f"own fp8 replay {new}"), OWN)
 
 
-def _replay_with_new_sizes(call, gs, out, judge, path=OWN):
-    """Capture ``call`` (after a warm-up on the capture stream), then replay it with new device sizes, each
-    result judged from a NaN-poisoned output."""
-    stream = torch.cuda.Stream()
-    with torch.cuda.stream(stream):
-        call()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=stream):
-            call()
-    assert _paths() == {path}, ckgemm.last_dispatch()
-    for new in ([0, 1024, 0, 0], [1, 1, 1, 1021], [256, 256, 256, 256]):
-        gs.copy_(torch.tensor(new, dtype=gs.dtype))
-        out.fill_(float("nan"))
-        graph.replay()
-        torch.cuda.synchronize()
-        judge(new)
 
 
 def _block_call(sizes, n, k, tag, out=None):
@@ -136,8 +120,8 @@ def test_own_kernel_takes_block_scales(case):
 def test_own_block_kernel_replays_a_graph_with_new_device_sizes(n, path):
     sizes = [300, 0, 212, 512]
     a, b, gs, out = _block_call(sizes, n, 640, f"own-block-graph-{n}")
-    _replay_with_new_sizes(lambda: ckgemm.grouped_gemm_packed(a[0], b[0], gs, out=out, scale_a=a[1], scale_b=b[1]),
-                           gs, out, lambda new: _check_block(out, a, b, new, 640, f"own block replay {new}"), path)
+    replay_with_new_sizes(lambda: ckgemm.grouped_gemm_packed(a[0], b[0], gs, out=out, scale_a=a[1], scale_b=b[1]),
+                          gs, out, lambda new: _check_block(out, a, b, new, 640, f"own block replay {new}"), path)
 
 
 _FEED_RUN = """

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import ckgemm
-from gpu_support import DEVICE, MARKS, NATIVE, check_packed
+from gpu_support import DEVICE, MARKS, NATIVE, check_packed, replay_with_new_sizes
 from support import generator, poison, rand_tensor
 
 pytestmark = MARKS + [pytest.mark.skipif(NATIVE != "cutlass", reason="ckgemm's own int8 RR kernel is CUDA (sm_90a)")]
@@ -72,20 +72,8 @@ def test_own_rr_kernel_replays_a_graph_with_new_device_sizes():
     a, b = _inputs(sizes, n, k, "own-s8-graph")
     gs = torch.tensor(sizes, device=DEVICE)
     out = poison((sum(sizes), n), torch.int32, DEVICE)
-    call = lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out, layout="RR")  # noqa: E731
-    stream = torch.cuda.Stream()
-    with torch.cuda.stream(stream):
-        call()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=stream):
-            call()
-    assert _paths() == {OWN}, ckgemm.last_dispatch()
-    for new in ([0, 1024, 0, 0], [1, 1, 1, 1021], [256, 256, 256, 256]):
-        gs.copy_(torch.tensor(new, dtype=gs.dtype))
-        out.copy_(poison(out.shape, torch.int32, DEVICE))
-        graph.replay()
-        torch.cuda.synchronize()
-        check_packed(out, a, b, new, I8, k, f"own s8 replay {new}", layout="RR")
+    replay_with_new_sizes(lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out, layout="RR"), gs, out,
+                          lambda new: check_packed(out, a, b, new, I8, k, f"own s8 replay {new}", layout="RR"), OWN)
 
 
 @pytest.mark.parametrize("sizes", [[300, 0, 513, 129], [30, 0, 51, 12]], ids=["tile256", "tile128"])

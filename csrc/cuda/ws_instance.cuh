@@ -22,6 +22,25 @@
 
 namespace ckgemm::cuda {
 
+// The shared builder's check of the device-resident group sizes, unless the caller asked for sizes_ok (the
+// kernel then reports bad sizes itself): false, reported, when it could not be launched.
+inline bool sizes_checked(const Launch& l) {
+  const PackedArgs& p = *l.packed;
+  if (p.sizes_ok != nullptr) return true;
+  build_packed_groups<<<1, packed_builder_threads(p.groups), 0, l.stream>>>(p, 1, 4, NullSink{});
+  const cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess) return true;
+  report_message(l.report, -1, std::string("group size check: ") + cudaGetErrorString(e));
+  return false;
+}
+
+// A kernel launch's result: its error and the launch's reason reported.
+inline Status launched(const Launch& l, cudaError_t e, const std::string& why) {
+  if (e == cudaSuccess) return Status::Ok;
+  report_message(l.report, -1, why);
+  return Status::BackendError;
+}
+
 template <class Spec>
 struct WsInstance {
   static constexpr ws::Recipe kRecipe = Spec::kScaling == Scaling::Block ? ws::Recipe::Block
@@ -37,22 +56,11 @@ struct WsInstance {
 
   static Status run(const Launch& l) {
     const PackedArgs& p = *l.packed;  // the runner sends only what rules.cpp accepts: packed calls
-    if (p.sizes_ok == nullptr) {
-      build_packed_groups<<<1, packed_builder_threads(p.groups), 0, l.stream>>>(p, 1, 4, NullSink{});
-      const cudaError_t e = cudaGetLastError();
-      if (e != cudaSuccess) {
-        report_message(l.report, -1, std::string("group size check: ") + cudaGetErrorString(e));
-        return Status::BackendError;
-      }
-    }
+    if (!sizes_checked(l)) return Status::BackendError;
     std::string why;
     const cudaError_t e = ws::launch<Spec::kTileN, Spec::kClusterM == 2, kRecipe, Out>(
         p, ws::block_feed(), l.buffers->device, l.buffers->device_bytes, l.sm_count, l.stream, &why);
-    if (e != cudaSuccess) {
-      report_message(l.report, -1, why);
-      return Status::BackendError;
-    }
-    return Status::Ok;
+    return launched(l, e, why);
   }
 
   static InstanceFns fns() { return {&bytes, &packed_bytes, &run}; }
@@ -66,21 +74,10 @@ struct WsS8Instance {
 
   static Status run(const Launch& l) {
     const PackedArgs& p = *l.packed;
-    if (p.sizes_ok == nullptr) {
-      build_packed_groups<<<1, packed_builder_threads(p.groups), 0, l.stream>>>(p, 1, 4, NullSink{});
-      const cudaError_t e = cudaGetLastError();
-      if (e != cudaSuccess) {
-        report_message(l.report, -1, std::string("group size check: ") + cudaGetErrorString(e));
-        return Status::BackendError;
-      }
-    }
+    if (!sizes_checked(l)) return Status::BackendError;
     std::string why;
     const cudaError_t e = ws::s8::launch(p, l.sm_count, l.stream, &why);
-    if (e != cudaSuccess) {
-      report_message(l.report, -1, why);
-      return Status::BackendError;
-    }
-    return Status::Ok;
+    return launched(l, e, why);
   }
 
   static InstanceFns fns() { return {&bytes, &packed_bytes, &run}; }
