@@ -5,8 +5,8 @@
 // k, n] row-major read 16 bytes at a time along N, by TMA or the threads (N, ldb and B's group stride multiples of
 // 16, a 16-byte aligned base), at most kMaxGroups groups, int32 C of any leading dimension aligned to its element.
 // The op routes every packed unscaled int8 RR call this rule admits to the kernel: the register-operand form runs
-// at the RC kernel's speed (0.94-1.08x RC on an H100, docs/PERF_2026-12-06.md), where the per-call transpose
-// costs 1.2-2.9x.
+// at the RC kernel's speed (0.93-1.05x RC with rs_block_m's tile on an H100, docs/PERF_2026-12-06.md), where the
+// per-call transpose costs 1.2-2.9x.
 #pragma once
 
 #include <cstdint>
@@ -43,9 +43,9 @@ constexpr int kLaunchedStages = CKGEMM_S8_FORM == 2 ? kRsStages : CKGEMM_S8_FORM
 // The register-operand form's tile rows for a call: 256 (tiles of 256 x 128) where groups average more than
 // kRsNarrowRows rows, else 128 (128 x 256). The 256-row tile issues twice the MMAs per byte of B, all of them
 // whatever rows a group has, so on few rows a group the tensor cores pace it; with rows enough its shared-memory
-// traffic is RC's. On an H100: 16 rows a group (DeepSeek-V3 decode) 1.18x RC against 0.94x for 128 rows; 128
-// rows a group 0.93x against 1.01x; 1024 rows 0.94x against 0.98x; 2048 rows 1.05x against 1.08x. The bound
-// lies between the two measured points 16 and 128.
+// traffic is RC's. On an H100, the 256-row tile against the 128-row one, in RC's time: 16 rows a group
+// (DeepSeek-V3 decode) 1.18x against 0.94x; 128 rows 0.93x against 1.01x; 1024 rows 0.94x against 0.98x; 2048
+// rows 1.05x against 1.08x (docs/PERF_2026-12-06.md). The bound lies between the measured points 16 and 128.
 constexpr int64_t kRsNarrowRows = 64;
 inline int rs_block_m(const PackedArgs& e) {
   if (CKGEMM_S8_RS_BM != 0) return CKGEMM_S8_RS_BM;
