@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """8-bit RR and the repack kernel: the tiled transpose's bandwidth against the measured copy bandwidth,
-and RR calls per call (B transposed by the repack kernel), prepacked (ckgemm.prepack, read as stored) and
-RC (the native layout) on the same data, in one process. Graph replay and end to end.
+and RR calls per call (fp8: B transposed by the repack kernel, then the RC kernel; packed int8: ckgemm's own RR
+kernel, no transpose; the config column names what ran), prepacked (ckgemm.prepack, read as stored) and RC (the
+native layout) on the same data, in one process. Graph replay and end to end.
 
     python benchmarks/bench_repack.py --json repack.json --markdown repack.md
 """
@@ -47,7 +48,7 @@ def rr_case(name, dtype, device, args, report) -> list[dict]:
              "RC": lambda: ckgemm.grouped_gemm_packed(a, b_nk, gs)}
     results = {label: fn() for label, fn in forms.items()}
     first = results["RC"]
-    for label, y in results.items():  # the same kernel on the same RC bytes: bit-identical whatever the layout
+    for label, y in results.items():  # fp8: the same kernel on the same bytes; int8: exact either way
         assert torch.equal(y.view(torch.uint8), first.view(torch.uint8)), label
     rows = []
     timed = dict(warmup=args.warmup, iters=args.iters, device=device)

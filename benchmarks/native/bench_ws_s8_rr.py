@@ -1,13 +1,14 @@
 #!/usr/bin/env python
-"""ckgemm's own int8 RR grouped kernel (csrc/cuda/ws_s8_rr*.cuh: B [G, K, N] transposed inside the kernel's
-producer), loaded with ctypes from the C entry benchmarks/native/ws_s8_capi.cu (built as that file says).
+"""ckgemm's own int8 RR grouped kernel (csrc/cuda/ws_s8_rr*.cuh: B [G, K, N] read as stored, no transpose pass),
+loaded with ctypes from the C entry benchmarks/native/ws_s8_capi.cu (built as that file says).
 
 First every check shape: outputs poisoned with INT32_MIN (no int8 product sum of these K reaches it) inside a
 buffer with guard rows and columns, compared exactly (torch.equal) with a float64 reference of the same
 inputs (exact below 2**53), the guard bands still poisoned. Then, where the native extension is built, the
-timing cases in one process, graph replay and end to end: this kernel against the op's RR per call (B
-transposed by the repack kernel, then the RC kernel), RR prepacked and RC, all on the same data, in
-A B B A order; the outputs of every form equal before anything is timed.
+timing cases in one process, graph replay and end to end: this kernel against the op's RR per call (an
+extension built before 2026-12-06 transposes B with the repack kernel, then runs the RC kernel; a later one
+runs its default build of this kernel), RR prepacked and RC, all on the same data, in A B B A order; the
+outputs of every form equal before anything is timed.
 
     python benchmarks/native/bench_ws_s8_rr.py --lib /tmp/libws_s8.so [--check-only] [--iters 20]
 
