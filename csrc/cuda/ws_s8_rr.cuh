@@ -3,9 +3,8 @@
 //
 // Status: an experiment (CKGEMM_S8_FORM=0; the op launches ws_s8_rr_rs.cuh's form). Exact on every check shape
 // (H100 and H200), but on the H200 it ran DeepSeek-V3 prefill at 2.7x the RC kernel's time (decode 1.95x,
-// against 2.93x for the op's per-call transpose):
-// each k-block step of its producer takes about 4000 cycles. docs/PERF_2026-12-05e.md has the numbers, the
-// suspects and the switches below that test them.
+// against 2.93x for the op's per-call transpose): each k-block step of its producer takes about 4000 cycles.
+// docs/PERF_2026-12-05e.md has the numbers, the suspects and the switches below that test them.
 //
 // Hopper's wgmma reads 8-bit operands from shared memory K-major only. The per-call RR path of the op
 // (prepack.py, repack.cuh) transposes the whole B first, about 0.47 ms for DeepSeek-V3's 0.94 GB on the H200,

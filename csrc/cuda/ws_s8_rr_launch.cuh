@@ -23,20 +23,20 @@
 namespace ckgemm::ws::s8 {
 
 // The build's kernel for tiles of BM rows (BM matters to the register-operand form only), its shared memory and
-// tile columns.
+// tile: rows (the schedule's M-blocks) and columns.
 struct Form {
   void (*kernel)(Params);
   size_t smem;
-  int tile_n;
+  int block_m, tile_n;
 };
 template <int BM>
 inline Form form() {
 #if CKGEMM_S8_FORM == 2
-  return {grouped_s8_rr_rs_kernel<BM>, sizeof(SmemRs<BM>), RsShape<BM>::kTileN};
+  return {grouped_s8_rr_rs_kernel<BM>, sizeof(SmemRs<BM>), BM, RsShape<BM>::kTileN};
 #elif CKGEMM_S8_FORM == 1
-  return {grouped_s8_rr_tma_kernel, sizeof(SmemTma), kTileN};
+  return {grouped_s8_rr_tma_kernel, sizeof(SmemTma), kBlockM, kTileN};
 #else
-  return {grouped_s8_rr_kernel, sizeof(Smem), kTileN};
+  return {grouped_s8_rr_kernel, sizeof(Smem), kBlockM, kTileN};
 #endif
 }
 
@@ -49,13 +49,13 @@ inline cudaError_t smem_raised() {
 
 template <int BM>
 inline cudaError_t launch_tile(const PackedArgs& c, int sm_count, cudaStream_t stream, std::string* why) {
-  constexpr bool kRs = CKGEMM_S8_FORM == 2;
   const Form f = form<BM>();
   Params p{};
   const cuuint64_t dims_a[2] = {static_cast<cuuint64_t>(c.k), static_cast<cuuint64_t>(c.rows)};
   const cuuint64_t strides_a[1] = {static_cast<cuuint64_t>(c.lda)};
-  const cuuint32_t box_a[2] = {kBlockK, (kRs ? BM : kBlockM) / 2};  // half the tile's rows from each CTA
-  // B as stored, [groups, k, n], for the TMA and register-operand forms: boxes of 128 columns (128 bytes, the swizzle's row) x 128 rows.
+  const cuuint32_t box_a[2] = {kBlockK, static_cast<cuuint32_t>(f.block_m / 2)};  // half the tile's rows a CTA
+  // B as stored, [groups, k, n], for the TMA and register-operand forms: boxes of 128 columns (128 bytes, the
+  // swizzle's row) x 128 rows.
   // One group: B's group stride is never followed (it may be 0), but the tensor map wants a real one.
   const int64_t b_group_stride = c.groups > 1 ? c.b_group_stride : c.k * c.ldb;
   const cuuint64_t dims_b[3] = {static_cast<cuuint64_t>(c.n), static_cast<cuuint64_t>(c.k),
@@ -80,7 +80,7 @@ inline cudaError_t launch_tile(const PackedArgs& c, int sm_count, cudaStream_t s
   }
   // Clusters of two sharing A (two N-blocks of one M-block a unit).
   const int64_t n_blocks = (c.n + f.tile_n - 1) / f.tile_n;
-  const int64_t units = (c.rows / (kRs ? BM : kBlockM) + c.groups) * ((n_blocks + 1) / 2);
+  const int64_t units = (c.rows / f.block_m + c.groups) * ((n_blocks + 1) / 2);
   cudaLaunchAttribute attr;
   const cudaLaunchConfig_t config = pair_config(pair_grid(units, sm_count), kThreads, f.smem, stream, &attr);
   const cudaError_t e = cudaLaunchKernelEx(&config, f.kernel, p);

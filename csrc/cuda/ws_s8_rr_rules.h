@@ -55,7 +55,7 @@ inline int rs_block_m(const PackedArgs& e) {
 inline std::string rejects(const PackedArgs& e) {
   auto aligned = [](const void* ptr, int to) { return reinterpret_cast<uintptr_t>(ptr) % to == 0; };
   if (e.groups < 1 || e.groups > kMaxGroups) return "takes 1 to " + std::to_string(kMaxGroups) + " groups";
-  constexpr int64_t kIntMax = 2147483647;
+  constexpr int64_t kIntMax = 2147483647;  // rows, N and K rounded up to whole tiles (256 rows at most) in int
   if (e.rows > kIntMax - 2 * kBlockM || e.n > kIntMax - 2 * kMaxTileN || e.k > kIntMax - kBlockK)
     return "a dimension is within a tile of 2^31";
   if (e.k % 16 != 0 || e.lda % 16 != 0 || !aligned(e.a, 16)) return "TMA needs K, lda and A's base 16-byte aligned";
