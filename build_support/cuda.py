@@ -97,14 +97,23 @@ def dtype_macros(dtypes: set[str]) -> list[str]:
     return [f"-DCKGEMM_WITH_{macro}={int(name in dtypes)}" for name, macro in DTYPE_MACROS.items()]
 
 
+# Hidden by default: only the module's entry (PyInit__C, exported by pybind11) leaves the library. With default
+# visibility GCC makes each inline function's static local (the once-per-process cudaFuncSetAttribute of every
+# kernel, the cached cluster counts) a STB_GNU_UNIQUE symbol, which the dynamic linker binds process-wide even
+# across RTLD_LOCAL libraries: a second library holding the same kernels (a benchmark's C entry, another ckgemm
+# build) then found its kernels' shared-memory limit "already raised" and every launch failed with "invalid
+# argument" (tenth and thirtieth sessions).
+HIDDEN = "-fvisibility=hidden"
+
+
 def cxx_flags(dtypes: set[str]) -> list[str]:
-    return ["-O3"] + dtype_macros(dtypes)
+    return ["-O3", HIDDEN] + dtype_macros(dtypes)
 
 
 def nvcc_flags(dtypes: set[str]) -> list[str]:
     flags = ["-O3", "-DNDEBUG", "--expt-relaxed-constexpr",  # torch picks the C++ standard its headers need
              "-gencode=arch=compute_90a,code=sm_90a",  # wgmma/TMA need sm_90a; names "arch": torch adds none
-             "-DCUTLASS_DEBUG_TRACE_LEVEL=0"]
+             "-DCUTLASS_DEBUG_TRACE_LEVEL=0", f"-Xcompiler={HIDDEN}"]
     return flags + dtype_macros(dtypes)
 
 

@@ -13,10 +13,12 @@ outputs of every form equal before anything is timed.
     python benchmarks/native/bench_ws_s8_rr.py --lib /tmp/libws_s8.so [--check-only] [--iters 20]
 
 --lib takes one build of the C entry, as PATH or NAME=PATH (NAME labels its rows, e.g. an experiment switch);
-it is timed only if it passed every check (the exit status is 1 when any failed). One build a process: on the
-H100 (2026-12-05) a second build's launch failed with "invalid argument" in a process that had run the first,
-so ws_s8_device.sh runs each build in its own. --profile only runs the build on the first selected case three
-times (no checks, no timing), for Nsight Compute.
+it is timed only if it passed every check (the exit status is 1 when any failed). One build a process, as
+ws_s8_device.sh runs them: on the H100 (2026-12-05) a second build's launch failed with "invalid argument" in a
+process that had run the first, and on 2026-12-06 so did the op's after the C entry's. The cause was libraries
+built with default visibility sharing one process-wide "shared memory raised" flag (build_support/cuda.py HIDDEN);
+the extension and the C entries are now built hidden. --profile only runs the build on the first selected case
+three times (no checks, no timing), for Nsight Compute.
 """
 from __future__ import annotations
 
@@ -170,7 +172,7 @@ def main() -> int:
     ap.add_argument("--profile", action="store_true", help="run the build three times on the first case, nothing else")
     args = ap.parse_args()
     if "," in args.lib:
-        ap.error("--lib takes one build: a second build's C entry fails to launch in the same process")
+        ap.error("--lib takes one build a process (the docstring says why)")
     if not torch.cuda.is_available():
         print("needs a GPU")
         return 2

@@ -3,8 +3,9 @@
 // extension's instance table holds only the A-multicast unscaled 128x192 and block-scaled 128x192 / 128x256 ones
 // (csrc/cuda/ws_instance.cuh).
 //
-//   nvcc -std=c++17 -O3 -shared -Xcompiler -fPIC --expt-relaxed-constexpr -gencode=arch=compute_90a,code=sm_90a \
-//     -Icsrc -I$CUTLASS/include -o /tmp/libws_fp8.so benchmarks/native/ws_fp8_capi.cu
+//   nvcc -std=c++17 -O3 -shared -Xcompiler -fPIC,-fvisibility=hidden --expt-relaxed-constexpr \
+//     -gencode=arch=compute_90a,code=sm_90a -Icsrc -I$CUTLASS/include -o /tmp/libws_fp8.so \
+//     benchmarks/native/ws_fp8_capi.cu
 // -DCKGEMM_WS_SCALES=0 or 2 sets the scale feed of block-scaled calls (ws_fp8_launch.cuh; default 0 here).
 #include <cstdio>
 
@@ -32,11 +33,13 @@ void* workspace(size_t bytes, size_t* have) {
 }
 }  // namespace
 
-extern "C" int ws_fp8_packed(const void* a, const void* b, void* c, const void* sizes, int sizes_int64, int groups,
-                             long long rows, long long n, long long k, long long lda, long long ldb, long long ldc,
-                             long long b_group_stride, const float* sa, long long sa_stride, const float* sb,
-                             long long sb_stride, int recipe, int out_f32, int bn, int mcast_b, int sm_count,
-                             void* stream) {
+// Exported by name (the build hides everything else: build_support/cuda.py HIDDEN says why).
+extern "C" __attribute__((visibility("default")))
+int ws_fp8_packed(const void* a, const void* b, void* c, const void* sizes, int sizes_int64, int groups,
+                  long long rows, long long n, long long k, long long lda, long long ldb, long long ldc,
+                  long long b_group_stride, const float* sa, long long sa_stride, const float* sb,
+                  long long sb_stride, int recipe, int out_f32, int bn, int mcast_b, int sm_count,
+                  void* stream) {
   const ckgemm::PackedArgs call{a, b, c, sizes, sizes_int64, groups, rows, n, k, lda, ldb, ldc, b_group_stride,
                                sa, sa_stride, sb, sb_stride, nullptr};
   std::string why = rejects(call, out_f32 ? 4 : 2, recipe == static_cast<int>(Recipe::Block));

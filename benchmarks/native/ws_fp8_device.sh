@@ -21,7 +21,7 @@ C=/tmp/site/cutlass_library/source/include
 LIBS=${WS_LIBS:-0 2}
 for v in $LIBS; do
   flag=-DCKGEMM_WS_SCALES=$v
-  nvcc -std=c++17 -O3 -shared -Xcompiler -fPIC --expt-relaxed-constexpr -gencode=arch=compute_90a,code=sm_90a \
+  nvcc -std=c++17 -O3 -shared -Xcompiler -fPIC,-fvisibility=hidden --expt-relaxed-constexpr -gencode=arch=compute_90a,code=sm_90a \
     $flag -Icsrc -I$C -o /tmp/libws_$v.so benchmarks/native/ws_fp8_capi.cu || exit 1
 done
 B="python3 benchmarks/native/bench_ws_fp8.py"

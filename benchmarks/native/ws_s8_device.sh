@@ -30,11 +30,11 @@ declare -A FLAGS=([A]="$R" [B]="$R -DCKGEMM_S8_FENCE=0" [C]="$R -DCKGEMM_S8_LOAD
                   [S]="-DCKGEMM_S8_RS_BM=128" [T]="-DCKGEMM_S8_RS_BM=256" [O]="")
 BUILDS=${WS_S8_BUILDS:-A B C D E F G H S T O}
 for v in $BUILDS; do
-  nvcc -std=c++17 -O3 -shared -Xcompiler -fPIC --expt-relaxed-constexpr -gencode=arch=compute_90a,code=sm_90a \
+  nvcc -std=c++17 -O3 -shared -Xcompiler -fPIC,-fvisibility=hidden --expt-relaxed-constexpr -gencode=arch=compute_90a,code=sm_90a \
     ${FLAGS[$v]} -Icsrc -I$C -o /tmp/libws_s8_$v.so benchmarks/native/ws_s8_capi.cu > "$OUT/lib_$v.log" 2>&1 &
 done
 wait
-# One build per process (bench_ws_s8_rr.py: a second build's C entry fails to launch in the same process).
+# One build per process (bench_ws_s8_rr.py's docstring says why).
 BENCH="python3 benchmarks/native/bench_ws_s8_rr.py"
 TIMED=$BUILDS  # check narrows it to the exact builds (the bench itself times none that fails a check)
 PR=${WS_S8_PROFILE:-A}
