@@ -63,6 +63,9 @@ def test_nvcc_gets_the_same_visibility_as_the_host_compiler():
 def test_the_built_extension_binds_nothing_process_wide():
     import ckgemm._C as ext
 
-    assert unique_symbols(ext.__file__) == []
+    # ckgemm's own names only: torch's headers declare their singletons (c10::Dispatcher::singleton()'s static)
+    # visible on purpose, and those are one per process by design.
+    ours = [name for name in unique_symbols(ext.__file__) if "6ckgemm" in name]
+    assert ours == [], ours
     exported = {name for name, _, defined in dynamic_symbols(ext.__file__) if defined}
     assert "PyInit__C" in exported

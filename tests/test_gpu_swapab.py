@@ -99,16 +99,26 @@ def test_packed_form_with_groups_wider_than_the_tile(dtype, n, tile):
     assert all(f"coop_swapab_{tile}" in p and "+" not in p for p in _paths()), ckgemm.last_dispatch()
 
 
+@pytest.mark.parametrize("form", ["packed", "list"])
 @pytest.mark.parametrize("dtype", EIGHT_BIT, ids=IDS)
-def test_rr_weights_are_transposed_then_run_swapab(dtype):
-    gen = generator(f"swapab-rr-{dtype}")
+def test_rr_weights_are_transposed_then_run_swapab(dtype, form):
+    """8-bit RR decode: B is transposed, then a SwapAB tile runs; except packed int8, which ckgemm's own int8 RR
+    kernel reads as stored (tests/test_gpu_own_s8.py covers it)."""
+    gen = generator(f"swapab-rr-{dtype}-{form}")
     sizes, n, k = [3, 0, 20, 9], 256, 256
     a = rand_tensor((sum(sizes), k), dtype, gen, DEVICE)
     b = rand_tensor((len(sizes), k, n), dtype, gen, DEVICE)
-    out = poison((sum(sizes), n), ckgemm.rule_for(dtype).output, DEVICE)
-    ckgemm.grouped_gemm_packed(a, b, torch.tensor(sizes, device=DEVICE), layout="RR", out=out)
-    assert all("coop_swapab" in p and "+transpose" in p for p in _paths()), ckgemm.last_dispatch()
-    check_packed(out, a, b, sizes, dtype, k, "swapab RR", layout="RR")
+    if form == "packed":
+        out = poison((sum(sizes), n), ckgemm.rule_for(dtype).output, DEVICE)
+        ckgemm.grouped_gemm_packed(a, b, torch.tensor(sizes, device=DEVICE), layout="RR", out=out)
+        check_packed(out, a, b, sizes, dtype, k, "swapab RR", layout="RR")
+    else:
+        a_list = list(a.split(sizes))
+        check_list(ckgemm.grouped_gemm(a_list, list(b), layout="RR"), a_list, list(b), "RR", dtype, "swapab RR list")
+    if form == "packed" and dtype == torch.int8:
+        assert all("ws_128x256x128" in p and "+" not in p for p in _paths()), ckgemm.last_dispatch()
+    else:
+        assert all("coop_swapab" in p and "+transpose" in p for p in _paths()), ckgemm.last_dispatch()
 
 
 @pytest.mark.parametrize("n,tile", [pytest.param(136, NARROW, id="n136"), pytest.param(3320, WIDE, id="n3320"),

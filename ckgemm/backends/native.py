@@ -55,9 +55,9 @@ _NUM_SMS = 0  # the cap where no extension is built (the torch backend ignores i
 def set_num_sms(n: int) -> None:
     """Cap the SMs (CUs) that ckgemm's persistent kernels use, as DeepGEMM's ``deep_gemm.set_num_sms``: ``n``
     at most (the kernels' grid and tile scheduler take ``n``), so work on another stream (a transpose, a
-    collective) keeps the rest; 0 restores every SM of the device. ckgemm's own kernels run clusters of two CTAs,
-    so they take two SMs where ``n`` is 1. Process-wide, read at each call, captured
-    into a CUDA graph at capture time. The ``torch`` backend ignores it."""
+    collective) keeps the rest; 0 restores every SM of the device. Kernels that run clusters of two CTAs (ckgemm's
+    own, and the CUTLASS tiles named ``_c1x2``) take two SMs where ``n`` is 1. Process-wide, read at each call,
+    captured into a CUDA graph at capture time. The ``torch`` backend ignores it."""
     from ..errors import InvalidArgumentError, InvalidTypeError, Rule
 
     if isinstance(n, bool) or not isinstance(n, int):

@@ -200,7 +200,11 @@ struct Instance {
       args.epilogue.thread.alpha = 1;
       args.epilogue.thread.beta = 0;
     }
-    args.hw_info = {device, sm_count, max_active_clusters(device)};
+    // CUTLASS's persistent scheduler launches sm_count / cluster-size clusters, so a cap below one cluster
+    // (ckgemm.set_num_sms(1) on a 1x2 instance) would be an empty grid, which fails to launch: it gets one
+    // cluster, as the own kernels' pair_grid gives.
+    constexpr int kClusterCtas = cute::size(typename Kernel::DispatchPolicy::ClusterShape{});
+    args.hw_info = {device, sm_count < kClusterCtas ? kClusterCtas : sm_count, max_active_clusters(device)};
     using Raster = decltype(args.scheduler.raster_order);
     args.scheduler.max_swizzle_size = scheduler_swizzle();
     args.scheduler.raster_order = scheduler_along_n() ? Raster::AlongN : Raster::AlongM;

@@ -30,6 +30,16 @@ Status check_id(int id, RunReport* report) {
 }  // namespace ckgemm::cuda
 
 namespace ckgemm {
+namespace {
+
+// A failed launch leaves its (non-sticky) error as the thread's last CUDA error, where torch's next launch check
+// would find it and blame its own op; the run's report already carries it, so it is cleared here.
+Status cleared(Status st) {
+  if (st == Status::BackendError) (void)cudaGetLastError();
+  return st;
+}
+
+}  // namespace
 
 std::string device_rejects(DType dtype) {
   if (dtype == DType::FP8_E4M3_FNUZ) return "float8_e4m3fnuz is not the fp8 of NVIDIA GPUs (they use float8_e4m3fn)";
@@ -60,7 +70,7 @@ Status run_list(int id, const GroupDesc* groups, int count, const Buffers& buffe
   }
   if (report != nullptr) report->launched_groups = count;
   cuda::Launch launch{count, groups, nullptr, &buffers, static_cast<cudaStream_t>(stream), sm_count, report};
-  return cuda::fns(id).run(launch);
+  return cleared(cuda::fns(id).run(launch));
 }
 
 Status run_packed(int id, const PackedArgs& args, const Buffers& buffers, void* stream, int sm_count,
@@ -77,7 +87,7 @@ Status run_packed(int id, const PackedArgs& args, const Buffers& buffers, void* 
   }
   if (report != nullptr) report->launched_groups = args.groups;
   cuda::Launch launch{args.groups, nullptr, &args, &buffers, static_cast<cudaStream_t>(stream), sm_count, report};
-  return cuda::fns(id).run(launch);
+  return cleared(cuda::fns(id).run(launch));
 }
 
 }  // namespace ckgemm
