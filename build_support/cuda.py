@@ -102,7 +102,7 @@ def dtype_macros(dtypes: set[str]) -> list[str]:
 # kernel, the cached cluster counts) a STB_GNU_UNIQUE symbol, which the dynamic linker binds process-wide even
 # across RTLD_LOCAL libraries: a second library holding the same kernels (a benchmark's C entry, another ckgemm
 # build) then found its kernels' shared-memory limit "already raised" and every launch failed with "invalid
-# argument" (tenth and thirtieth sessions).
+# argument" (thirtieth session; likely also the tenth's "two libraries in one process" failure).
 HIDDEN = "-fvisibility=hidden"
 
 

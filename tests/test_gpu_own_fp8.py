@@ -74,8 +74,6 @@ def test_own_kernel_replays_a_graph_with_new_device_sizes():
                           lambda new: check_packed(out, a, b, new, FP8, 512, f"own fp8 replay {new}"), OWN)
 
 
-
-
 def _block_call(sizes, n, k, tag, out=None):
     """A DeepGEMM-style block-scaled call (1x128 A, 128x128 B scales from the harness casts), bf16 out."""
     from ckgemm.testing import quant

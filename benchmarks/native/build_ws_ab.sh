@@ -2,9 +2,10 @@
 # Build one library holding two builds of ckgemm's own fp8 kernel's C entry (ws_fp8_capi.cu), for a same-process
 # A/B with ws_fp8_ab.py: the working tree's kernel as ws_fp8_packed, and git revision REV's as ws_fp8_packed_old
 # (compiled with the namespace ckgemm renamed, so the two kernels' symbols do not collide). Two libraries in one
-# process did not work (tenth session): built with default visibility, their kernels' once-per-process
-# shared-memory raise was one process-wide symbol, so the second one's launches failed with "invalid argument"
-# (build_support/cuda.py HIDDEN). One library keeps REV's entry reachable without that attribute.
+# process did not work (tenth session): the second one's launches failed with "invalid argument", most likely
+# because, built with default visibility, their kernels' once-per-process shared-memory raise was one
+# process-wide symbol (build_support/cuda.py HIDDEN). One library keeps REV's entry reachable without that
+# attribute.
 #   benchmarks/native/build_ws_ab.sh REV OUT.so    (CUTLASS headers from $CUTLASS_INCLUDE or the nvidia-cutlass wheel)
 # CKGEMM_WS_SCALES (default 0) builds both; NEW_FLAGS / OLD_FLAGS add nvcc flags to one side (e.g.
 # NEW_FLAGS=-DCKGEMM_WS_SCALES=2 to set a new scale mode against the old one).
