@@ -4,11 +4,13 @@ prefill-sized cases, 16-bit by default, unscaled fp8 (fp32 out) with --dtype fp8
 --dtype fp8-row and DeepGEMM's block scales (bf16 out) with --dtype fp8-block, beside the peers (a torch.matmul
 loop and torch._grouped_mm for bf16; for fp8 the _scaled_mm loop and torch._scaled_grouped_mm with unit row
 scales, which writes bf16 where ours writes fp32; for fp8-row torch._scaled_grouped_mm; for fp8-block DeepGEMM's
-m_grouped_fp8_gemm_nt_contiguous on its 128-row-aligned layout), all in one sequence timed
-twice, forwards then backwards, so the run-to-run spread shows and drift in clocks and temperature hits ours
-and the peers alike; all under CUDA-graph replay. Before anything is timed, the rule's pick and every peer are
-checked against the harness reference (with the same quantization for the scaled kinds; a peer that fails is
-reported and not timed), and each forced instance against the pick's output. Its table is what
+m_grouped_fp8_gemm_nt_contiguous on its 128-row-aligned layout), all under CUDA-graph replay and timed
+round-robin (ckgemm.testing.rounds: one replay of each per round, --rounds rounds), so drift in clocks, power
+and temperature hits ours and the peers alike. Each instance's columns: its median time, the default's time
+over its own per round ("vs default", above 1: faster than the default) and the best peer's over its own
+("vs best peer"), each with the p10-p90 of its per-round ratios. Before anything is timed, the rule's pick and
+every peer are checked against the harness reference (with the same quantization for the scaled kinds; a peer
+that fails is reported and not timed), and each forced instance against the pick's output. Its table is what
 csrc/cuda/rules.cpp's selection rule is derived from (docs/PERF.md).
 
     python benchmarks/bench_tiles.py --json tiles.json --markdown tiles.md
@@ -23,7 +25,8 @@ from tabulate import tabulate
 
 import ckgemm
 from ckgemm.backends.native import _C
-from ckgemm.testing import Report, bench, device_info, grouped_gemm_reference_packed, shapes, there_and_back
+from ckgemm.testing import Report, device_info, grouped_gemm_reference_packed, shapes
+from ckgemm.testing.rounds import round_robin
 from ckgemm.testing.data import random_tensor
 from ckgemm.testing.peers import checked, peers as find_peers
 
@@ -101,10 +104,10 @@ def run(name, dtype_name, args, device, report):
         peers = {p.name: p.fn for p in found if p.fn is not None and p.capturable}  # graph replay: no host syncs
     out = torch.full((tokens, n), float("nan"), dtype=torch.bfloat16 if recipe else ckgemm.rule_for(dtype).output,
                      device=device)
-    timed = dict(warmup=args.warmup, iters=args.iters, device=device, graph=True, telemetry=False)
     os.environ.pop("CKGEMM_CONFIG", None)
     ckgemm.grouped_gemm_packed(a, b, gs, out=out, **scales)
     default = ckgemm.last_dispatch().summary
+    default_path = ckgemm.last_dispatch().paths[0]
     verify_output(out, ref, ms, dtype, k, f"{name} {dtype_name} ({default})", scaled=bool(recipe))
     del ref
     reference = out.clone()
@@ -119,38 +122,54 @@ def run(name, dtype_name, args, device, report):
         ran = ckgemm.last_dispatch().paths[0]
         assert ran.endswith(info["name"]), (ran, info["name"])
         torch.testing.assert_close(out.float(), reference.float(), rtol=2e-2, atol=2e-2 * reference.abs().max().item())
-    # ours and the peers in one A B ... B A sequence, so drift in clocks and temperature hits all alike
-    labels = [i["name"] for i in order] + [f"peer: {p}" for p in peers]
-
-    def time_one(label):
-        peer = label.startswith("peer: ")
-        if not peer:
-            os.environ["CKGEMM_CONFIG"] = label  # read at capture: the graph keeps the forced instance
-        try:
-            fn = peers[label[len("peer: "):]] if peer else (lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out, **scales))
-            return bench(fn, **timed).median_ms
-        finally:
-            os.environ.pop("CKGEMM_CONFIG", None)
-
-    times = there_and_back(labels, time_one)
-    best = min((t[0] for label, t in times.items() if label.startswith("peer: ")), default=float("nan"))  # nan: none
+    # ours and the peers round-robin, one graph replay each per round, so drift in clocks, power and
+    # temperature hits all alike; compared per round (ckgemm.testing.rounds)
+    default_label = next((i["name"] for i in order if default_path.endswith(":" + i["name"])), None)
+    if default_label is None:
+        raise SystemExit(f"{name} {dtype_name}: the rule's pick {default_path} is not a compute-bound candidate")
+    fns = {i["name"]: _forced(i["name"], lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out, **scales))
+           for i in order}
+    fns.update({f"peer: {p}": fn for p, fn in peers.items()})
+    result = round_robin(fns, reference=default_label, rounds=args.rounds, device=device)
+    peer_labels = [label for label in fns if label.startswith("peer: ")]
+    best = min(peer_labels, key=result.median_ms, default=None)
     rows = []
-    for label, (median, spread, (t1, t2)) in times.items():  # median: the mean of the two runs' medians
-        row = {"case": name, "dtype": dtype_name, "instance": label, "run 1 ms": t1, "run 2 ms": t2,
-               "spread %": spread, "TFLOP/s": case.flops / median / 1e9}
-        if label.startswith("peer: "):
+    for label in fns:
+        median = result.median_ms(label)
+        row = {"case": name, "dtype": dtype_name, "instance": label, "median ms": median,
+               "TFLOP/s": case.flops / median / 1e9}
+        if label in peer_labels:
             rows.append(row)
             report.add(op=label[len("peer: "):], backend="torch", dtype=dtype_name, shape=name,
-                       time={"median_ms": median}, flops=case.flops, runs_ms=[t1, t2])
+                       time={"median_ms": median}, flops=case.flops, runs_ms=result.times[label])
             continue
-        rows.append({**row, "vs best peer": best / median, "default": label in default})
+        lo, hi = result.ratio_range(default_label, over=label)
+        row.update({"vs default": result.ratio(default_label, over=label), "p10-p90": f"{lo:.3f}-{hi:.3f}"})
+        if best is not None:
+            lo, hi = result.ratio_range(best, over=label)
+            row.update({"vs best peer": result.ratio(best, over=label), "peer p10-p90": f"{lo:.3f}-{hi:.3f}"})
+        rows.append({**row, "default": label == default_label})
         report.add(op="grouped_gemm_packed", backend="cutlass", dtype=dtype_name, shape=name, config=label,
-                   time={"median_ms": median}, flops=case.flops, runs_ms=[t1, t2])
+                   time={"median_ms": median}, flops=case.flops, runs_ms=result.times[label])
     return rows
 
 
+def _forced(instance, call):
+    """``call`` with CKGEMM_CONFIG set to ``instance`` while it runs: the graph captured from it keeps the
+    forced instance."""
+    def run():
+        os.environ["CKGEMM_CONFIG"] = instance
+        try:
+            return call()
+        finally:
+            os.environ.pop("CKGEMM_CONFIG", None)
+    return run
+
+
 def main() -> int:
-    p = common.parser(__doc__, iters=10, warmup=2)
+    p = common.parser(__doc__, iters=None, warmup=None)
+    p.add_argument("--rounds", type=int, default=24, help="round-robin rounds, one replay of each per round "
+                   "(default 24)")
     p.add_argument("--dtype", default="bf16,fp16",
                    help="bf16, fp16, fp8, fp8-row and/or fp8-block (default bf16,fp16)")
     args = p.parse_args()

@@ -8,11 +8,14 @@ import torch
 from tabulate import tabulate
 
 
-def parser(doc: str | None, *, iters: int, warmup: int, cases: bool = True) -> argparse.ArgumentParser:
-    """--iters, --warmup, --seed, --json, --markdown (and --cases) with this script's defaults."""
+def parser(doc: str | None, *, iters: int | None, warmup: int | None, cases: bool = True) -> argparse.ArgumentParser:
+    """--iters, --warmup (unless None: a script that times otherwise), --seed, --json, --markdown (and --cases)
+    with this script's defaults."""
     p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--iters", type=int, default=iters, help=f"timed calls (default {iters})")
-    p.add_argument("--warmup", type=int, default=warmup, help=f"untimed calls first (default {warmup})")
+    if iters is not None:
+        p.add_argument("--iters", type=int, default=iters, help=f"timed calls (default {iters})")
+    if warmup is not None:
+        p.add_argument("--warmup", type=int, default=warmup, help=f"untimed calls first (default {warmup})")
     p.add_argument("--seed", type=int, default=0, help="seed of the shapes and data (default 0)")
     if cases:
         p.add_argument("--cases", default="", help="comma-separated substrings of case names (default: all)")

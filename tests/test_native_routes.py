@@ -95,6 +95,25 @@ def test_routes_use_the_instance_table(probe):
     assert probe.probe_kind_rejects(2, 1, 0, 2) == b""  # fp8 block -> bf16 exists
 
 
+def test_16bit_takes_the_192_wide_tile_only_where_it_pads_n_less(probe):
+    """16-bit RC: 128x192 where the 256-wide tile pads N by more than 2% of N and the 192-wide one pads it
+    less (gpt-oss, N 5760: 128 columns against none); 128x256 for every N that 256 divides, and where 192
+    pads more; RR has no 192-wide tile; decode-sized groups keep the 64-row tile."""
+    for dtype, out in ((torch.bfloat16, 1), (torch.float16, 0)):
+        def name(m, n, layout="RC"):
+            code, _, _, why = _route(probe, dtype, out, layout, 0, m, n, 2880)
+            assert why == "", (dtype, m, n, why)
+            return probe.probe_instance_name(routes.instance(code)).decode()
+        for n, want in ((5760, "coop_128x192x64_c1x2"), (2880, "coop_128x192x64_c1x2"),  # 256: 4.4% pad, 192: 0
+                        (4096, "coop_128x256x64_c1x2"), (7168, "coop_128x256x64_c1x2"), (1536, "coop_128x256x64_c1x2"),
+                        (5888, "coop_128x256x64_c1x2"),  # 256 divides it
+                        (1000, "coop_128x256x64_c1x2"),  # 256 pads 24 (2.4%), 192 pads 152
+                        (12800 + 192, "coop_128x256x64_c1x2")):  # 256 pads 64, under 2% of N
+            assert name(512, n) == want, (dtype, n)
+        assert name(512, 5760, "RR") == "coop_128x256x64_c1x2", "no RR 128x192 instance"
+        assert name(32, 5760).startswith("pingpong_64x128"), "decode-sized groups keep the 64-row tile"
+
+
 def _route_packed(probe, dtype, out, scaling, groups, rows, n, k, *, layout="RC", c_off=0, ldc=None):
     why = ctypes.c_char_p()
     code = probe.probe_route_packed(DTYPE_CODES[dtype], out, {"RC": 0, "RR": 1}[layout], scaling, groups,

@@ -10,6 +10,7 @@ loads them), so it judges them from outside:
 - ``shapes``   seeded shape generators with purpose labels (uniform, variable, MoE splits, edges, sweeps)
 - ``data``     seeded inputs and NaN-poisoned outputs
 - ``bench``    device-event timing, cold caches, graph replay, paired A/B
+- ``rounds``   round_robin(fns): several variants timed one graph replay each per round, compared per round
 - ``kineto``   breakdown(fn): an eager call's kernels and host gap, through the PyTorch profiler
 - ``roofline`` datasheet and measured ceilings, FLOPs and bytes of real sizes
 - ``report``, ``baseline``, ``plot``   tables, markdown/JSON, regression gate, roofline PNG
@@ -31,6 +32,7 @@ from .data import group_inputs, packed_inputs, poisoned, random_tensor
 from .kineto import Breakdown, breakdown
 from .numeric import ErrorStats, assert_bitwise_equal, calc_diff, count_bytes, error_stats, mismatch_mask, tolerance
 from .plot import plot_roofline
+from .rounds import RoundRobinResult, round_robin
 from .quant import (
     Quantized,
     cast_for,
@@ -66,12 +68,12 @@ def __getattr__(name):
 
 
 __all__ = [
-    "BenchResult", "Breakdown", "Case", "Ceilings", "CheckReport", "ErrorStats", "PairedResult", "Quantized", "Report",
+    "BenchResult", "Breakdown", "Case", "Ceilings", "CheckReport", "ErrorStats", "PairedResult", "Quantized", "Report", "RoundRobinResult",
     "VerifyStats", "assert_bitwise_equal", "baseline", "bench", "breakdown", "calc_diff", "cast_for", "cast_to_fp4", "cast_to_fp8", "cast_to_int8",
     "ceil_to_ue8m0", "check", "compare", "count_bytes", "data", "dequant", "device_info", "error_stats", "gemm_reference",
     "gpu_verify", "group_inputs", "group_tolerance", "grouped_gemm_reference", "grouped_gemm_reference_packed",
     "load_baseline", "measure_ceilings", "mismatch_mask", "packed_inputs", "paired_ab", "there_and_back", "peak_for_device",
     "per_block_cast_to_fp8", "per_channel_cast_to_fp8", "per_row_cast_to_fp8", "per_tensor_cast_to_fp8",
     "per_token_cast_to_fp8", "plot_roofline", "poisoned",
-    "quant", "random_tensor", "roofline", "rotating_copies", "save_baseline", "shapes", "tolerance",
+    "quant", "random_tensor", "roofline", "rotating_copies", "round_robin", "save_baseline", "shapes", "tolerance",
 ]

@@ -99,9 +99,14 @@ constexpr int64_t kWideSwapTiles = 128;
 // about m rows and n columns (lower first). Decode-sized M (<= 32 rows) takes a SwapAB tile, whose MMA
 // pads a group's rows to 32 rather than 64 (the weights fill its 128- or 256-row side: the wider when the
 // call makes a wave of tiles); up to 64 rows the 64-row ping-pong tile, which fills the SMs with more
-// tiles; otherwise the cooperative tiles, 128-row ones first, in table order: 16-bit and int8 128x256,
-// fp8 128x192 (docs/PERF.md, N 1536-14336: unscaled from 1% slower to 4% faster than 128x128, row-scaled
-// from 2% slower to 9% faster) unless N pads its last 192-wide tile by more than 5% of N (N 256: 50%).
+// tiles; otherwise the cooperative tiles, 128-row ones first, in table order: int8 128x256, 16-bit 128x256
+// unless its 128x192 applies (below), fp8 128x192 (docs/PERF.md, N 1536-14336: unscaled from 1% slower to
+// 4% faster than 128x128, row-scaled from 2% slower to 9% faster) unless N pads its last 192-wide tile by
+// more than 5% of N (N 256: 50%). The 16-bit 128x192 (table order: before the 128x256) is taken only where
+// the 256-wide tile pads N by more than 2% of N and the 192-wide one pads it less (gpt-oss, N 5760: 2.2%
+// against none); elsewhere it was 1-35% slower than the 128x256, and there it was 5.7% faster in fp16 and
+// 0.8% in bf16, each within its rounds' p10-p90 of 1.037-1.071 and 0.982-1.021 (docs/PERF_2026-12-06c.md,
+// H100, round-robin timing).
 // ckgemm's own fp8 kernel (table order: before CUTLASS's tiles of its kind) ranks as a 128x192 tile does: on
 // the packed calls it takes, unscaled it was 6-21% faster than CUTLASS's 128x192 at the same output
 // (docs/PERF_2026-12-02.md); block-scaled, 0.99-1.11x CUTLASS's blockwise 128x128 (docs/PERF_2026-12-03d.md).
@@ -110,6 +115,8 @@ constexpr int64_t kWideSwapTiles = 128;
 // tiles, so where N pads pairs of them (512 columns) by more than 5% it ranks after every other tile, for
 // groups of any size.
 bool pads_over_5pct(int64_t n, int64_t width) { return (n + width - 1) / width * width * 20 > n * 21; }
+int64_t padding(int64_t n, int64_t width) { return (n + width - 1) / width * width - n; }
+bool narrow_16bit_fits(int64_t n) { return padding(n, 256) * 50 > n && padding(n, 192) < padding(n, 256); }
 
 int rank_for(const Spec& s, int64_t m, int64_t n, int64_t groups) {
   if (s.schedule.packed_only && s.tn == 256 && pads_over_5pct(n, 512)) return 6;
@@ -122,6 +129,7 @@ int rank_for(const Spec& s, int64_t m, int64_t n, int64_t groups) {
   if (m <= 64) return small_tile ? 2 : swap ? 3 : (s.tn == 256 ? 4 : 5);
   if (swap) return 4;
   if (small_tile) return 3;
+  if (s.tn == 192 && element_bytes(s.kind.dtype) == 2) return narrow_16bit_fits(n) ? 0 : 2;
   if (s.tn == 192 && pads_over_5pct(n, 192)) return 1;
   return s.tm == 128 ? 0 : 1;
 }
