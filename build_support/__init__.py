@@ -15,6 +15,16 @@ SHARED_SOURCES = ["csrc/bindings.cpp", "csrc/eager.cpp", "csrc/execute.cpp", "cs
 # so a new record rebuilds that one file).
 GENERATED = Path(__file__).resolve().parents[1] / "build" / "generated"
 
+# Hidden by default for every GCC-compiled TU of both backends (cuda.py: g++ and nvcc's host pass; rocm.py: g++;
+# hipcc is clang, which emits no STB_GNU_UNIQUE): only the module's entry (PyInit__C, exported by pybind11) leaves
+# the library. With default visibility GCC makes each inline function's static local (the once-per-process
+# cudaFuncSetAttribute of every kernel, the cached cluster counts) a STB_GNU_UNIQUE symbol, which the dynamic
+# linker binds process-wide even across RTLD_LOCAL libraries: a second library holding the same kernels (a
+# benchmark's C entry, another ckgemm build) then found its kernels' shared-memory limit "already raised" and
+# every launch failed with "invalid argument" (thirtieth session; likely also the tenth's "two libraries in one
+# process" failure).
+HIDDEN = "-fvisibility=hidden"
+
 _OFF = {"0", "off", "false", "no"}
 _ON = {"1", "on", "true", "yes"}
 

@@ -13,7 +13,8 @@ import re
 import shutil
 from pathlib import Path
 
-from . import GENERATED, SHARED_SOURCES, build_info_header, compiler_version, find_headers, source_commit, toolchain
+from . import (GENERATED, HIDDEN, SHARED_SOURCES, build_info_header, compiler_version, find_headers, source_commit,
+               toolchain)
 
 ROOT = Path(__file__).resolve().parents[1]
 CUDA_DIR = ROOT / "csrc" / "cuda"
@@ -97,13 +98,6 @@ def dtype_macros(dtypes: set[str]) -> list[str]:
     return [f"-DCKGEMM_WITH_{macro}={int(name in dtypes)}" for name, macro in DTYPE_MACROS.items()]
 
 
-# Hidden by default: only the module's entry (PyInit__C, exported by pybind11) leaves the library. With default
-# visibility GCC makes each inline function's static local (the once-per-process cudaFuncSetAttribute of every
-# kernel, the cached cluster counts) a STB_GNU_UNIQUE symbol, which the dynamic linker binds process-wide even
-# across RTLD_LOCAL libraries: a second library holding the same kernels (a benchmark's C entry, another ckgemm
-# build) then found its kernels' shared-memory limit "already raised" and every launch failed with "invalid
-# argument" (thirtieth session; likely also the tenth's "two libraries in one process" failure).
-HIDDEN = "-fvisibility=hidden"
 
 
 def cxx_flags(dtypes: set[str]) -> list[str]:

@@ -21,8 +21,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import (GENERATED, SHARED_SOURCES, build_info_header, ck_fetch, compiler_version, find_headers, source_commit,
-               toolchain)
+from . import (GENERATED, HIDDEN, SHARED_SOURCES, build_info_header, ck_fetch, compiler_version, find_headers,
+               source_commit, toolchain)
 from .ck_tree import ck_generation, find_ck
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,6 +45,11 @@ CK_HIPCC_FLAGS = [
     "-DCK_TILE_FLOAT_TO_BFLOAT16_DEFAULT=3",  # round-to-nearest-even bf16 C (this CK defaults to truncation)
     "-Wno-invalid-constexpr",  # clang < 20 rejects a constexpr in ck_tile's pk_fp4.hpp
 ]
+
+
+def host_cxx_flags(macros: list[str]) -> list[str]:
+    """The g++ flags of the extension's host-only TUs (HIDDEN: see build_support/__init__.py)."""
+    return ["-O3", HIDDEN] + macros
 
 
 def ck_compiler_flags(hip_version: tuple[int, ...]) -> list[str]:
@@ -189,7 +194,7 @@ def extension(mode: str):
         name="ckgemm._C",
         sources=sources,
         include_dirs=[str(ROOT / "csrc"), str(GENERATED)],
-        extra_compile_args={"cxx": ["-O3"] + macros, "nvcc": hipcc},
+        extra_compile_args={"cxx": host_cxx_flags(macros), "nvcc": hipcc},
         extra_link_args=link_args,
     )
     return [ext], {"build_ext": cpp_extension.BuildExtension.with_options(use_ninja=True)}

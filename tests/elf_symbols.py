@@ -1,5 +1,5 @@
 """The dynamic symbols of a shared library, read from its ELF file (64-bit little-endian, as every Linux build
-here; no binutils needed): what tests of the build's visibility rule (build_support/cuda.py HIDDEN) look at."""
+here; no binutils needed): what tests of the build's visibility rule (build_support/__init__.py HIDDEN) look at."""
 from __future__ import annotations
 
 import struct

@@ -1,4 +1,4 @@
-"""build_support/cuda.py HIDDEN: the extension is built with hidden visibility, because GCC binds the static
+"""build_support HIDDEN (both backends' GCC-compiled code): the extension is built with hidden visibility, because GCC binds the static
 locals of inline functions of a default-visibility library process-wide (STB_GNU_UNIQUE), even across libraries
 loaded RTLD_LOCAL. Two libraries holding the same kernels (the extension and a benchmark's C entry) then shared
 one "shared memory already raised" flag, and the second one's launches failed. Here two copies of a small library
@@ -56,6 +56,13 @@ def test_two_libraries_share_an_inline_static_only_with_default_visibility(tmp_p
 
 def test_nvcc_gets_the_same_visibility_as_the_host_compiler():
     assert f"-Xcompiler={cuda.HIDDEN}" in cuda.nvcc_flags(set())
+
+
+def test_the_rocm_build_hides_its_gcc_compiled_host_code_too():
+    from build_support import rocm
+
+    assert rocm.HIDDEN == cuda.HIDDEN and rocm.HIDDEN in rocm.host_cxx_flags(["-DX=1"])
+    assert rocm.host_cxx_flags(["-DX=1"])[-1] == "-DX=1"
 
 
 @pytest.mark.gpu

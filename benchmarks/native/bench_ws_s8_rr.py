@@ -16,7 +16,7 @@ outputs of every form equal before anything is timed.
 it is timed only if it passed every check (the exit status is 1 when any failed). One build a process, as
 ws_s8_device.sh runs them: on the H100 (2026-12-05) a second build's launch failed with "invalid argument" in a
 process that had run the first, and on 2026-12-06 so did the op's after the C entry's. The cause was libraries
-built with default visibility sharing one process-wide "shared memory raised" flag (build_support/cuda.py HIDDEN);
+built with default visibility sharing one process-wide "shared memory raised" flag (build_support/__init__.py HIDDEN);
 the extension and the C entries are now built hidden. --profile only runs the build on the first selected case
 three times (no checks, no timing), for Nsight Compute.
 """
