@@ -148,6 +148,12 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_s8_rr_rs_kernel(const __g
       if (lane < 2) Barrier::arrive(&s.empty[step % kRsStages], lane, 1);
     };
     uint32_t acc[kSlabs][kAcc];
+    auto fence_acc = [&] {  // the accumulators stay in registers, ordered against the wgmmas that write them
+#pragma unroll
+      for (int sl = 0; sl < kSlabs; ++sl)
+#pragma unroll
+        for (int i = 0; i < kAcc; ++i) cute::warpgroup_fence_operand(acc[sl][i]);
+    };
     uint32_t frag[kBlockK / 32][kSlabs][4];  // a slot per 32 of K: every slab's fragment
     uint32_t step = 0;
     for (int u = cluster; u < units; u += clusters) {
@@ -168,10 +174,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_s8_rr_rs_kernel(const __g
         const uint32_t r = step % kRsStages;
         Barrier::wait(&s.full[r], phase(step));
         const uint32_t da = a_lo0 + r * (Sh::kBytesA / 16);
-#pragma unroll
-        for (int sl = 0; sl < kSlabs; ++sl)
-#pragma unroll
-          for (int i = 0; i < kAcc; ++i) cute::warpgroup_fence_operand(acc[sl][i]);
+        fence_acc();
 #pragma unroll
         for (int kk = 0; kk < kBlockK / 32; ++kk) {
 #pragma unroll
@@ -189,16 +192,10 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_s8_rr_rs_kernel(const __g
           cute::warpgroup_wait<2>();  // the group before last is done: its fragment slot and, at kk 1, the last stage
           if (kk == 1 && kb > 0) release(step - 1);
         }
-#pragma unroll
-        for (int sl = 0; sl < kSlabs; ++sl)
-#pragma unroll
-          for (int i = 0; i < kAcc; ++i) cute::warpgroup_fence_operand(acc[sl][i]);
+        fence_acc();
       }
       cute::warpgroup_wait<0>();
-#pragma unroll
-      for (int sl = 0; sl < kSlabs; ++sl)
-#pragma unroll
-        for (int i = 0; i < kAcc; ++i) cute::warpgroup_fence_operand(acc[sl][i]);
+      fence_acc();
       if (k_blocks > 0) release(step - 1);
 #pragma unroll
       for (int sl = 0; sl < kSlabs; ++sl)
