@@ -10,7 +10,7 @@
 #   scaled    benchmarks/bench_scaled.py (block vs DeepGEMM, row vs _scaled_grouped_mm; needs the wheels)
 #   host      benchmarks/bench_host.py (end to end vs graph, profiler breakdown, host loop)
 #   repack    benchmarks/bench_repack.py (transpose bandwidth; 8-bit RR per call / prepacked / RC)
-#   tiles     benchmarks/bench_tiles.py (16-bit instances forced one by one, twice, beside the peers)
+#   tiles     benchmarks/bench_tiles.py (16-bit instances forced one by one beside the peers, round-robin)
 #   swapab    benchmarks/bench_swapab.py (each 8-bit SwapAB decode tile forced: decode with and without the
 #             L2 flush, and a sweep of group counts against the selection rule's pick)
 # Benchmark stages stop after $STAGE_TIMEOUT seconds (default 600); what they printed stays in their log.
@@ -18,7 +18,7 @@
 #   conformance  python -m ckgemm.testing.conformance: ckgemm, torch's grouped ops and DeepGEMM (--perf)
 #   selftest  python -m ckgemm.selftest --quick (its report under $OUT/selftest)
 #   own       ckgemm's own fp8 kernel behind the op: its GPU tests, every compute-bound unscaled fp8 tile forced
-#             beside the peers (bench_tiles.py --dtype fp8, twice), the error against cuBLAS
+#             beside the peers (bench_tiles.py --dtype fp8, round-robin), the error against cuBLAS
 #             (bench_fp8_promotion.py), racecheck over its instances and memcheck over its tests
 #   pack      put every log and report of $OUT into $OUT/logs.tgz (the device returns at most 8 files)
 #   verify    benchmarks/bench_verify.py (gpu_verify against assert_close and the copy bandwidth)
