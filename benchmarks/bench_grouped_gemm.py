@@ -5,7 +5,10 @@ list form for non-MoE cases), each output checked against the harness reference 
 Timing: ckgemm.testing.bench (device events per call, L2 flushed outside the timed window, median). Every
 contestant of a case is timed twice, in the order A B ... B A (``there_and_back``), half the iterations a
 pass, so that drift in clocks over the run hits all alike; the medians are over both passes, and the spread
-columns give the two passes' difference.
+columns give the two passes' difference. With --graph, CUDA-graph replays are timed round-robin
+(ckgemm.testing.rounds: one replay of each contestant per round, --iters rounds): the graph ratio is the median
+of the best peer's time over ours from the same round, and its spread column the p10-p90 of those ratios, so
+clock drift over seconds (10-25% on a power-capped H100, docs/PERF_2026-12-06c.md) does not enter it.
 Ceilings (copy bandwidth, dense matmul TFLOP/s) are measured in the same run. Writes JSON and markdown.
 
     python benchmarks/bench_grouped_gemm.py --json bench.json --markdown bench.md
@@ -26,6 +29,7 @@ from ckgemm.testing.bench import pool  # noqa: E402
 from ckgemm.testing.data import poisoned, random_tensor  # noqa: E402
 from ckgemm.testing.peers import checked, peers as find_peers  # noqa: E402
 from ckgemm.testing.roofline import group_bytes  # noqa: E402
+from ckgemm.testing.rounds import round_robin  # noqa: E402
 
 import common  # noqa: E402
 from cases import all_cases  # noqa: E402
@@ -110,16 +114,19 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
         else:
             skipped[f"{peer.name} (graph)"] = "synchronises with the host: not capturable"
     timings, spread = interleaved(fns, args.iters, warmup=args.warmup, device=device, sync=args.sync)
-    graph, graph_spread = {}, {}
+    graph, replays = {}, None
     if args.graph:  # kernel time without host overhead: what a CUDA-graph serving loop sees
-        replays, graph_spread = interleaved({"ckgemm packed": fns["ckgemm packed"], **capturable}, args.iters,
-                                            warmup=args.warmup, device=device, graph=True)
-        graph = {name: r.median_ms for name, r in replays.items()}
+        replays = round_robin({"ckgemm packed": fns["ckgemm packed"], **capturable}, reference="ckgemm packed",
+                              rounds=args.iters, device=device)
+        graph = {name: replays.median_ms(name) for name in replays.times}
     ours = timings["ckgemm packed"].median_ms
     peers = {k: v.median_ms for k, v in timings.items() if not k.startswith("ckgemm")}
     best_peer = min(peers, key=peers.get) if peers else None
     for name, t in timings.items():
-        extra = {"graph_ms": graph[name], "graph_spread_pct": graph_spread[name]} if name in graph else {}
+        extra = {}
+        if name in graph:  # this contestant's time over ours, per round: p10-p90
+            lo, hi = replays.ratio_range(name)
+            extra = {"graph_ms": graph[name], "graph_vs_ours_p10_p90": f"{lo:.3f}-{hi:.3f}"}
         extra["spread_pct"] = spread[name]  # the two passes' difference, % of their mean
         if name.startswith("ckgemm"):
             extra["config"] = paths[name].config_summary
@@ -141,8 +148,9 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
         peers_g = {k: v for k, v in graph.items() if k != "ckgemm packed"}
         best_g = min(peers_g, key=peers_g.get) if peers_g else None
         line["graph ms"] = graph.get("ckgemm packed")
-        line["graph ratio"] = peers_g[best_g] / graph["ckgemm packed"] if best_g and "ckgemm packed" in graph else None
-        line["graph spread %"] = graph_spread.get("ckgemm packed")
+        if best_g:  # the best peer's time over ours, paired per round
+            lo, hi = replays.ratio_range(best_g)
+            line["graph ratio"], line["graph p10-p90"] = replays.ratio(best_g), f"{lo:.3f}-{hi:.3f}"
     line["not run"] = "; ".join(f"{k}: {v}" for k, v in skipped.items()) or ""
     return line
 

@@ -299,3 +299,43 @@ def test_bench_result_is_a_number_everywhere():
 def test_bench_on_a_gpu_device_without_one_is_an_error():
     with pytest.raises(ValueError, match="torch sees no GPU here"):
         bench(lambda: None, device="cuda")
+
+
+def test_bench_grouped_gemm_pairs_its_graph_ratio_per_round(benchmark_module, monkeypatch):
+    """With --graph the replays are timed round-robin (ckgemm.testing.rounds): the line's graph ratio is the
+    median of the best peer's time over ours per round, with its p10-p90 beside it. Run on the CPU with the
+    reference backend, round_robin (GPU only) replaced by the same loop over plain calls."""
+    import argparse
+
+    from ckgemm.testing import Report, shapes
+    from ckgemm.testing.roofline import Ceilings
+    from ckgemm.testing.rounds import RoundRobinResult
+
+    bench_grouped_gemm = benchmark_module("bench_grouped_gemm")
+    cases = benchmark_module("cases")
+    seen = {}
+
+    def fake_round_robin(fns, *, reference, rounds, device):
+        seen.update(labels=list(fns), reference=reference, rounds=rounds)
+        times = {label: [] for label in fns}
+        for _ in range(rounds):
+            for label, fn in fns.items():
+                start = time.perf_counter()
+                fn()
+                times[label].append((time.perf_counter() - start) * 1e3)
+        return RoundRobinResult(times, reference)
+
+    monkeypatch.setattr(bench_grouped_gemm, "round_robin", fake_round_robin)
+    bc = cases.BenchCase("small", shapes.uniform(2, 24, 32, 64, "test"))
+    args = argparse.Namespace(seed=0, iters=4, warmup=0, sync=False, graph=True, only_ours=False)
+    ceilings = Ceilings("cpu", {"bf16": 1.0}, 1.0, "test")
+    report = Report("t")
+    line = bench_grouped_gemm.run_case(bc, "bf16", torch.bfloat16, "cpu", args, report, ceilings, {})
+    assert seen["reference"] == "ckgemm packed" and seen["rounds"] == 4 and seen["labels"][0] == "ckgemm packed"
+    assert line["graph ms"] > 0
+    assert "matmul loop" in seen["labels"], seen  # the torch.matmul loop, a capturable peer on any device
+    lo, hi = (float(x) for x in line["graph p10-p90"].split("-"))
+    assert lo <= line["graph ratio"] <= hi
+    rows = {r["op"]: r for r in report.rows}
+    assert rows["matmul loop"]["graph_vs_ours_p10_p90"]
+    assert rows["ckgemm packed"]["graph_vs_ours_p10_p90"] == "1.000-1.000"
