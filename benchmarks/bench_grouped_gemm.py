@@ -6,9 +6,10 @@ Timing: ckgemm.testing.bench (device events per call, L2 flushed outside the tim
 contestant of a case is timed twice, in the order A B ... B A (``there_and_back``), half the iterations a
 pass, so that drift in clocks over the run hits all alike; the medians are over both passes, and the spread
 columns give the two passes' difference. With --graph, CUDA-graph replays are timed round-robin
-(ckgemm.testing.rounds: one replay of each contestant per round, --iters rounds): the graph ratio is the median
-of the best peer's time over ours from the same round, and its spread column the p10-p90 of those ratios, so
-clock drift over seconds (10-25% on a power-capped H100, docs/PERF_2026-12-06c.md) does not enter it.
+(ckgemm.testing.rounds: one replay of each contestant per round, --iters rounds, after 100 ms of warm-up
+replays; --warmup is the eager timing's): the graph ratio is the median of the best peer's time over ours from
+the same round, and its spread column the p10-p90 of those ratios, so clock drift over seconds (10-25% on a
+power-capped H100, docs/PERF_2026-12-06c.md) does not enter it.
 Ceilings (copy bandwidth, dense matmul TFLOP/s) are measured in the same run. Writes JSON and markdown.
 
     python benchmarks/bench_grouped_gemm.py --json bench.json --markdown bench.md
@@ -126,7 +127,8 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
         extra = {}
         if name in graph:  # this contestant's time over ours, per round: p10-p90
             lo, hi = replays.ratio_range(name)
-            extra = {"graph_ms": graph[name], "graph_vs_ours_p10_p90": f"{lo:.3f}-{hi:.3f}"}
+            extra = {"graph_ms": graph[name], "graph_vs_ours": replays.ratio(name),
+                     "graph_vs_ours_p10_p90": f"{lo:.3f}-{hi:.3f}"}
         extra["spread_pct"] = spread[name]  # the two passes' difference, % of their mean
         if name.startswith("ckgemm"):
             extra["config"] = paths[name].config_summary
@@ -147,7 +149,7 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
     if graph:
         peers_g = {k: v for k, v in graph.items() if k != "ckgemm packed"}
         best_g = min(peers_g, key=peers_g.get) if peers_g else None
-        line["graph ms"] = graph.get("ckgemm packed")
+        line["graph ms"], line["graph ratio"] = graph.get("ckgemm packed"), None
         if best_g:  # the best peer's time over ours, paired per round
             lo, hi = replays.ratio_range(best_g)
             line["graph ratio"], line["graph p10-p90"] = replays.ratio(best_g), f"{lo:.3f}-{hi:.3f}"

@@ -38,7 +38,9 @@ def summarize(report: Report) -> list[dict]:
         if ours.get("graph_ms"):
             line["graph ms"] = ours["graph_ms"]
             line["graph peer"] = peer_g["op"] if peer_g else "none"
-            line["graph ratio"] = peer_g["graph_ms"] / ours["graph_ms"] if peer_g else None
+            # bench_grouped_gemm's rows carry the paired (per-round) ratio; older reports only their medians
+            paired = peer_g.get("graph_vs_ours") if peer_g else None
+            line["graph ratio"] = paired or (peer_g["graph_ms"] / ours["graph_ms"] if peer_g else None)
         lines.append(line)
     return lines
 

@@ -98,8 +98,6 @@ def dtype_macros(dtypes: set[str]) -> list[str]:
     return [f"-DCKGEMM_WITH_{macro}={int(name in dtypes)}" for name, macro in DTYPE_MACROS.items()]
 
 
-
-
 def cxx_flags(dtypes: set[str]) -> list[str]:
     return ["-O3", HIDDEN] + dtype_macros(dtypes)
 

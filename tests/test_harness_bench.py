@@ -315,15 +315,13 @@ def test_bench_grouped_gemm_pairs_its_graph_ratio_per_round(benchmark_module, mo
     cases = benchmark_module("cases")
     seen = {}
 
-    def fake_round_robin(fns, *, reference, rounds, device):
+    def fake_round_robin(fns, *, reference, rounds, device):  # every peer takes twice ours, every round
         seen.update(labels=list(fns), reference=reference, rounds=rounds)
-        times = {label: [] for label in fns}
-        for _ in range(rounds):
-            for label, fn in fns.items():
-                start = time.perf_counter()
-                fn()
-                times[label].append((time.perf_counter() - start) * 1e3)
-        return RoundRobinResult(times, reference)
+        for fn in fns.values():
+            fn()
+        ours = [1.0 + r for r in range(rounds)]
+        return RoundRobinResult({label: ours if label == reference else [2 * t for t in ours] for label in fns},
+                                reference)
 
     monkeypatch.setattr(bench_grouped_gemm, "round_robin", fake_round_robin)
     bc = cases.BenchCase("small", shapes.uniform(2, 24, 32, 64, "test"))
@@ -332,10 +330,9 @@ def test_bench_grouped_gemm_pairs_its_graph_ratio_per_round(benchmark_module, mo
     report = Report("t")
     line = bench_grouped_gemm.run_case(bc, "bf16", torch.bfloat16, "cpu", args, report, ceilings, {})
     assert seen["reference"] == "ckgemm packed" and seen["rounds"] == 4 and seen["labels"][0] == "ckgemm packed"
-    assert line["graph ms"] > 0
+    assert line["graph ms"] == 2.5  # the median of ours, 1.0 .. 4.0
     assert "matmul loop" in seen["labels"], seen  # the torch.matmul loop, a capturable peer on any device
-    lo, hi = (float(x) for x in line["graph p10-p90"].split("-"))
-    assert lo <= line["graph ratio"] <= hi
+    assert line["graph ratio"] == 2.0 and line["graph p10-p90"] == "2.000-2.000"  # the peer's time over ours
     rows = {r["op"]: r for r in report.rows}
-    assert rows["matmul loop"]["graph_vs_ours_p10_p90"]
-    assert rows["ckgemm packed"]["graph_vs_ours_p10_p90"] == "1.000-1.000"
+    assert rows["matmul loop"]["graph_vs_ours"] == 2.0 and rows["matmul loop"]["graph_vs_ours_p10_p90"] == "2.000-2.000"
+    assert rows["ckgemm packed"]["graph_vs_ours"] == 1.0

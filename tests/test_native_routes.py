@@ -104,14 +104,19 @@ def test_16bit_takes_the_192_wide_tile_only_where_it_pads_n_less(probe):
             code, _, _, why = _route(probe, dtype, out, layout, 0, m, n, 2880)
             assert why == "", (dtype, m, n, why)
             return probe.probe_instance_name(routes.instance(code)).decode()
-        for n, want in ((5760, "coop_128x192x64_c1x2"), (2880, "coop_128x192x64_c1x2"),  # 256: 4.4% pad, 192: 0
+        for n, want in ((5760, "coop_128x192x64_c1x2"), (2880, "coop_128x192x64_c1x2"),  # 256 pads 2.2%, 6.7%; 192 0
                         (4096, "coop_128x256x64_c1x2"), (7168, "coop_128x256x64_c1x2"), (1536, "coop_128x256x64_c1x2"),
                         (5888, "coop_128x256x64_c1x2"),  # 256 divides it
                         (1000, "coop_128x256x64_c1x2"),  # 256 pads 24 (2.4%), 192 pads 152
                         (12800 + 192, "coop_128x256x64_c1x2")):  # 256 pads 64, under 2% of N
             assert name(512, n) == want, (dtype, n)
         assert name(512, 5760, "RR") == "coop_128x256x64_c1x2", "no RR 128x192 instance"
-        assert name(32, 5760).startswith("pingpong_64x128"), "decode-sized groups keep the 64-row tile"
+        assert name(64, 5760).startswith("pingpong_64x128"), "groups of up to 64 rows keep the 64-row tile"
+        assert name(65, 5760) == "coop_128x192x64_c1x2"
+        code, _, _, why = _route(probe, dtype, out, "RC", 0, 4096, 5760, 2880, groups=32)
+        assert why == "" and probe.probe_instance_name(routes.instance(code)).decode() == "coop_128x192x64_c1x2"
+        assert _route_packed(probe, dtype, out, 0, 32, 32 * 512, 5760, 2880)[0] == "coop_128x192x64_c1x2"
+        assert _route_packed(probe, dtype, out, 0, 32, 32 * 512, 4096, 2880)[0] == "coop_128x256x64_c1x2"
 
 
 def _route_packed(probe, dtype, out, scaling, groups, rows, n, k, *, layout="RC", c_off=0, ldc=None):

@@ -32,7 +32,6 @@ from .data import group_inputs, packed_inputs, poisoned, random_tensor
 from .kineto import Breakdown, breakdown
 from .numeric import ErrorStats, assert_bitwise_equal, calc_diff, count_bytes, error_stats, mismatch_mask, tolerance
 from .plot import plot_roofline
-from .rounds import RoundRobinResult, round_robin
 from .quant import (
     Quantized,
     cast_for,
@@ -50,6 +49,7 @@ from .quant import (
 from .reference import gemm_reference, grouped_gemm_reference, grouped_gemm_reference_packed
 from .report import Report
 from .roofline import Ceilings, measure_ceilings, peak_for_device
+from .rounds import RoundRobinResult, round_robin
 from .shapes import Case
 from .verify import VerifyStats, gpu_verify
 
@@ -68,7 +68,8 @@ def __getattr__(name):
 
 
 __all__ = [
-    "BenchResult", "Breakdown", "Case", "Ceilings", "CheckReport", "ErrorStats", "PairedResult", "Quantized", "Report", "RoundRobinResult",
+    "BenchResult", "Breakdown", "Case", "Ceilings", "CheckReport", "ErrorStats", "PairedResult", "Quantized", "Report",
+    "RoundRobinResult",
     "VerifyStats", "assert_bitwise_equal", "baseline", "bench", "breakdown", "calc_diff", "cast_for", "cast_to_fp4", "cast_to_fp8", "cast_to_int8",
     "ceil_to_ue8m0", "check", "compare", "count_bytes", "data", "dequant", "device_info", "error_stats", "gemm_reference",
     "gpu_verify", "group_inputs", "group_tolerance", "grouped_gemm_reference", "grouped_gemm_reference_packed",

@@ -26,8 +26,9 @@ from .bench import capture_graph
 
 
 def round_orders(labels: list[str], rounds: int) -> list[list[str]]:
-    """The order of each round: the labels rotated by the round number, every other round reversed, so each
-    label takes each position and follows each other label about equally often."""
+    """The order of each round: the labels rotated by one place every two rounds, the second of each two
+    reversed. Over a multiple of 2 x len(labels) rounds each label takes each position equally often; a label
+    runs next to its two cyclic neighbours only, and at each reversal the same label runs twice in a row."""
     if rounds < 1 or not labels:
         raise ValueError(f"round_orders: need rounds >= 1 and at least one label, got {rounds}, {labels}")
     n = len(labels)

@@ -103,10 +103,10 @@ constexpr int64_t kWideSwapTiles = 128;
 // unless its 128x192 applies (below), fp8 128x192 (docs/PERF.md, N 1536-14336: unscaled from 1% slower to
 // 4% faster than 128x128, row-scaled from 2% slower to 9% faster) unless N pads its last 192-wide tile by
 // more than 5% of N (N 256: 50%). The 16-bit 128x192 (table order: before the 128x256) is taken only where
-// the 256-wide tile pads N by more than 2% of N and the 192-wide one pads it less (gpt-oss, N 5760: 2.2%
-// against none); elsewhere it was 1-35% slower than the 128x256, and there it was 5.7% faster in fp16 and
-// 0.8% in bf16, each within its rounds' p10-p90 of 1.037-1.071 and 0.982-1.021 (docs/PERF_2026-12-06c.md,
-// H100, round-robin timing).
+// the 256-wide tile pads N by more than 2% of N and the 192-wide one pads it less. Measured at N 5760 (gpt-oss:
+// 2.2% against none; docs/PERF_2026-12-06c.md, H100, round-robin timing), 128x192 over 128x256 in three runs:
+// fp16 1.057, 0.987 (a run of wide spreads), 1.062; bf16 1.008, 1.068, 1.001. On the cases that 256 divides
+// it took 1-46% longer. Other N it takes (2880, 8000, N <= 192...) follow from the padding, unmeasured.
 // ckgemm's own fp8 kernel (table order: before CUTLASS's tiles of its kind) ranks as a 128x192 tile does: on
 // the packed calls it takes, unscaled it was 6-21% faster than CUTLASS's 128x192 at the same output
 // (docs/PERF_2026-12-02.md); block-scaled, 0.99-1.11x CUTLASS's blockwise 128x128 (docs/PERF_2026-12-03d.md).
@@ -114,8 +114,8 @@ constexpr int64_t kWideSwapTiles = 128;
 // prefill cases with DeepGEMM's scale feed (docs/PERF_2026-12-04b.md); its clusters take two adjacent 256-wide
 // tiles, so where N pads pairs of them (512 columns) by more than 5% it ranks after every other tile, for
 // groups of any size.
-bool pads_over_5pct(int64_t n, int64_t width) { return (n + width - 1) / width * width * 20 > n * 21; }
 int64_t padding(int64_t n, int64_t width) { return (n + width - 1) / width * width - n; }
+bool pads_over_5pct(int64_t n, int64_t width) { return padding(n, width) * 20 > n; }
 bool narrow_16bit_fits(int64_t n) { return padding(n, 256) * 50 > n && padding(n, 192) < padding(n, 256); }
 
 int rank_for(const Spec& s, int64_t m, int64_t n, int64_t groups) {
