@@ -7,14 +7,18 @@ import torch
 from ckgemm.testing.rounds import RoundRobinResult, round_orders, round_robin
 
 
-def test_every_round_holds_each_label_once_and_every_position_is_shared():
-    labels = ["a", "b", "c", "d"]
-    orders = round_orders(labels, 16)
-    assert len(orders) == 16
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6])
+def test_each_cycle_puts_every_label_in_every_position_and_after_every_other_equally(n):
+    labels = [chr(ord("a") + i) for i in range(n)]
+    cycle = n if n % 2 == 0 else 2 * n  # a Williams design: n rows, and their mirror images for odd n
+    orders = round_orders(labels, 3 * cycle)
     assert all(sorted(o) == labels for o in orders)
-    for pos in range(len(labels)):  # each label first, second, ... equally often
-        assert set(Counter(o[pos] for o in orders).values()) == {4}
-    assert orders[0] == labels and orders[1] == labels[::-1]
+    assert orders[:cycle] == orders[cycle:2 * cycle], "the design repeats"
+    for pos in range(n):
+        assert set(Counter(o[pos] for o in orders[:cycle]).values()) == {cycle // n}
+    follows = Counter((o[i], o[i + 1]) for o in orders[:cycle] for i in range(n - 1))
+    assert len(follows) == n * (n - 1), "every ordered pair of labels runs back to back"
+    assert len(set(follows.values())) <= 1, follows
 
 
 def test_round_orders_refuses_no_rounds_or_labels():

@@ -1,6 +1,6 @@
-"""Round-robin timing of several variants: one graph replay of each per round, the order rotating, so that
-drift in clocks, power and temperature hits every variant alike within a few milliseconds, not across the
-seconds that separate ``there_and_back``'s blocks.
+"""Round-robin timing of several variants: one graph replay of each per round, in a Williams-design order
+(``round_orders``), so that drift in clocks, power and temperature hits every variant alike within a few
+milliseconds, not across the seconds that separate ``there_and_back``'s blocks.
 
 On a power-capped Hopper a compute-bound kernel's time moves by 10-25% within seconds (the H100 of
 docs/PERF_2026-12-06c.md: one instance at 1.44 ms and 1.86 ms in the two passes of one run), which is larger
@@ -26,17 +26,29 @@ from .bench import capture_graph
 
 
 def round_orders(labels: list[str], rounds: int) -> list[list[str]]:
-    """The order of each round: the labels rotated by one place every two rounds, the second of each two
-    reversed. Over a multiple of 2 x len(labels) rounds each label takes each position equally often; a label
-    runs next to its two cyclic neighbours only, and at each reversal the same label runs twice in a row."""
+    """The order of each round, from a Williams design: the rows of a Latin square (a label's position moves by
+    one each round) whose first row interleaves the labels from both ends, with the reversed rows added for an
+    odd count. Over each cycle of its rows (n rounds for n labels, 2n when n is odd) every label takes every
+    position equally often and runs right after every other label equally often, so neither where a label
+    sits in a round nor which label ran just before it favours one over another."""
     if rounds < 1 or not labels:
         raise ValueError(f"round_orders: need rounds >= 1 and at least one label, got {rounds}, {labels}")
-    n = len(labels)
-    orders = []
-    for r in range(rounds):
-        order = [labels[(i + r // 2) % n] for i in range(n)]
-        orders.append(order if r % 2 == 0 else order[::-1])
-    return orders
+    rows = williams_rows(len(labels))
+    return [[labels[i] for i in rows[r % len(rows)]] for r in range(rounds)]
+
+
+def williams_rows(n: int) -> list[list[int]]:
+    """The rows of a Williams design of n >= 1 items: first row 0, 1, n-1, 2, n-2, ...; row r adds r mod n."""
+    first, lo, hi = [0], 1, n - 1
+    while len(first) < n:
+        if len(first) % 2:
+            first.append(lo)
+            lo += 1
+        else:
+            first.append(hi)
+            hi -= 1
+    rows = [[(x + r) % n for x in first] for r in range(n)]
+    return rows + [row[::-1] for row in rows] if n % 2 else rows
 
 
 @dataclass
