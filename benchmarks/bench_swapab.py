@@ -17,7 +17,6 @@ figures are the mean of the two runs, the spread their difference as a share of 
 """
 from __future__ import annotations
 
-import os
 import sys
 
 import torch
@@ -51,22 +50,16 @@ def quantized(x, w, dtype, recipe):
 
 
 def forced(name, call):
-    os.environ["CKGEMM_CONFIG"] = name
-    try:
+    with common.forced_instance(name):
         call()
         torch.cuda.synchronize()
         return ckgemm.last_dispatch().summary
-    finally:
-        os.environ.pop("CKGEMM_CONFIG", None)
 
 
 def timed_graph(name, call, args, device, flush=None):
-    os.environ["CKGEMM_CONFIG"] = name  # read at capture: the graph keeps the forced instance
-    try:
+    with common.forced_instance(name):  # read at capture: the graph keeps the forced instance
         return bench(call, graph=True, warmup=args.warmup, iters=args.iters, device=device, flush=flush,
                      telemetry=False).median_ms
-    finally:
-        os.environ.pop("CKGEMM_CONFIG", None)
 
 
 def checker(a, sa, b, sb, sizes, dtype, recipe, k):

@@ -162,11 +162,8 @@ def _forced(instance, call):
     """``call`` with CKGEMM_CONFIG set to ``instance`` while it runs: the graph captured from it keeps the
     forced instance."""
     def forced_call():
-        os.environ["CKGEMM_CONFIG"] = instance
-        try:
+        with common.forced_instance(instance):
             return call()
-        finally:
-            os.environ.pop("CKGEMM_CONFIG", None)
     return forced_call
 
 

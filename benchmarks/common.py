@@ -3,6 +3,8 @@ table and reports."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 
 import torch
 from tabulate import tabulate
@@ -47,3 +49,14 @@ def finish(report, rows: list[dict], args, floatfmt: str = ".4g") -> None:
         report.write_json(args.json)
     if args.markdown:
         report.write_markdown(args.markdown)
+
+
+@contextlib.contextmanager
+def forced_instance(name: str):
+    """CKGEMM_CONFIG=name while the block runs: the router tries that instance first, and a graph captured
+    inside keeps it."""
+    os.environ["CKGEMM_CONFIG"] = name
+    try:
+        yield
+    finally:
+        os.environ.pop("CKGEMM_CONFIG", None)

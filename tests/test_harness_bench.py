@@ -336,3 +336,16 @@ def test_bench_grouped_gemm_pairs_its_graph_ratio_per_round(benchmark_module, mo
     rows = {r["op"]: r for r in report.rows}
     assert rows["matmul loop"]["graph_vs_ours"] == 2.0 and rows["matmul loop"]["graph_vs_ours_p10_p90"] == "2.000-2.000"
     assert rows["ckgemm packed"]["graph_vs_ours"] == 1.0
+
+
+def test_forced_instance_sets_ckgemm_config_only_inside_the_block(benchmark_module, monkeypatch):
+    import os
+
+    common = benchmark_module("common")
+    monkeypatch.delenv("CKGEMM_CONFIG", raising=False)
+    with common.forced_instance("coop_256x128x64_c1x2"):
+        assert os.environ["CKGEMM_CONFIG"] == "coop_256x128x64_c1x2"
+    assert "CKGEMM_CONFIG" not in os.environ
+    with pytest.raises(RuntimeError), common.forced_instance("x"):
+        raise RuntimeError("a failed call")
+    assert "CKGEMM_CONFIG" not in os.environ, "cleared on the way out of a failed call too"
