@@ -4,7 +4,7 @@
 # (compiled with the namespace ckgemm renamed, so the two kernels' symbols do not collide). Two libraries in one
 # process did not work (tenth session): the second one's launches failed with "invalid argument", most likely
 # because, built with default visibility, their kernels' once-per-process shared-memory raise was one
-# process-wide symbol (build_support/cuda.py HIDDEN). One library keeps REV's entry reachable without that
+# process-wide symbol (build_support/__init__.py HIDDEN). One library keeps REV's entry reachable without that
 # attribute.
 #   benchmarks/native/build_ws_ab.sh REV OUT.so    (CUTLASS headers from $CUTLASS_INCLUDE or the nvidia-cutlass wheel)
 # CKGEMM_WS_SCALES (default 0) builds both; NEW_FLAGS / OLD_FLAGS add nvcc flags to one side (e.g.

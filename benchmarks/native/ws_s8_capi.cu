@@ -8,7 +8,7 @@
 
 #include "cuda/ws_s8_rr_launch.cuh"
 
-// Exported by name (the build hides everything else: build_support/cuda.py HIDDEN says why).
+// Exported by name (the build hides everything else: build_support/__init__.py HIDDEN says why).
 extern "C" __attribute__((visibility("default")))
 int ws_s8_rr_packed(const void* a, const void* b, void* c, const void* sizes, int sizes_int64, int groups,
                     long long rows, long long n, long long k, long long lda, long long ldb, long long ldc,

@@ -22,7 +22,7 @@ import torch
 
 from . import device_info
 from ._stats import quantile
-from .bench import capture_graph
+from .bench import _warm_up, capture_graph
 
 
 def round_orders(labels: list[str], rounds: int) -> list[list[str]]:
@@ -86,7 +86,7 @@ class RoundRobinResult:
 def round_robin(fns: dict, *, reference: str, rounds: int = 24, warmup_ms: float = 100.0, flush: bool = True,
                 device=None) -> RoundRobinResult:
     """Time each of ``fns`` (label: callable) once per round for ``rounds`` rounds under graph replay, in
-    ``round_orders``' order, after about ``warmup_ms`` of untimed replays of them all in turn."""
+    ``round_orders``' order, after each is replayed once and then all in turn for about ``warmup_ms`` more."""
     labels = list(fns)
     if reference not in fns:
         raise ValueError(f"round_robin: reference {reference!r} is not one of {labels}")
@@ -96,7 +96,8 @@ def round_robin(fns: dict, *, reference: str, rounds: int = 24, warmup_ms: float
     with torch.cuda.device(device):
         graphs = {label: capture_graph(fn) for label, fn in fns.items()}
         buffer = torch.empty(device_info.flush_bytes(device) // 4, dtype=torch.int32, device=device) if flush else None
-        _warm_up(graphs, buffer, warmup_ms)
+        replays = [graph.replay for graph in graphs.values()]
+        _warm_up(replays, buffer, len(replays), warmup_ms)  # bench's warm-up, taking the graphs in turn
         events = {label: [] for label in labels}
         for order in round_orders(labels, rounds):
             for label in order:
@@ -111,19 +112,3 @@ def round_robin(fns: dict, *, reference: str, rounds: int = 24, warmup_ms: float
     return RoundRobinResult({label: [s.elapsed_time(e) for s, e in pairs] for label, pairs in events.items()},
                             reference)
 
-
-def _warm_up(graphs: dict, buffer, warmup_ms: float) -> None:
-    """Replay every graph in turn until about ``warmup_ms`` of device time has passed (at least once each)."""
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    spent = 0.0
-    while True:
-        start.record()
-        for graph in graphs.values():
-            if buffer is not None:
-                buffer.zero_()
-            graph.replay()
-        end.record()
-        end.synchronize()
-        spent += start.elapsed_time(end)
-        if spent >= warmup_ms:
-            return
