@@ -162,11 +162,12 @@ std::string instance_rejects(int id, const GroupDesc& g) {
 std::string instance_rejects_packed(int id, const PackedArgs& p) {
   const InstanceInfo& info = instance_info(id);
   if (info.packed_only && info.kind.dtype == DType::I8) return ws::s8::rejects(p);
-  if (info.packed_only && info.kind.scaling == Scaling::None && fp8_promotion_interval() != 4)  // block: every block
+  const int in = element_bytes(info.kind.dtype);
+  if (info.packed_only && in == 1 && info.kind.scaling == Scaling::None && fp8_promotion_interval() != 4)  // block: every block
     return "promotes every 4 wgmma k-blocks only (CKGEMM_FP8_PROMOTION=" + std::to_string(fp8_promotion_interval()) +
            " is CUTLASS's)";
   if (info.packed_only)
-    return ws::rejects(p, out_bytes(info.kind.out), info.kind.scaling == Scaling::Block);
+    return ws::rejects(p, out_bytes(info.kind.out), info.kind.scaling == Scaling::Block, in);
   const GroupDesc envelope{p.a, p.b, p.c, p.rows, p.n, p.k, p.lda, p.ldb, p.ldc, p.sa, p.sb};
   const std::string why = instance_rejects(id, envelope);
   if (!why.empty()) return why;

@@ -41,10 +41,11 @@ namespace ckgemm::ws {
 // shared memory once per tile, and the k-loop reads B's before the full-barrier wait and A's before wgmma.fence.
 // (Consumers reading the scales from global two k-blocks ahead, and TMA boxes of four k-blocks' scales with the
 // stage's operands, were measured and removed: docs/PERF_2026-12-02.md.)
-template <int BN, bool McastB, Recipe R, class Out, int Feed>
+template <int BN, bool McastB, Recipe R, class Out, int Feed, In I = In::E4M3>
 __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_constant__ Params p) {
   using Cfg = Config<BN, McastB>;
   static_assert(Feed == kFeedWarp || Feed == kFeedTma, "scale feed: kFeedWarp or kFeedTma");
+  static_assert(I == In::E4M3 || R == Recipe::None, "16-bit operands: unscaled only");
   constexpr bool kScaleWarp = R == Recipe::Block && Feed == kFeedWarp;
   constexpr bool kScaleTma = R == Recipe::Block && Feed == kFeedTma;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
@@ -219,7 +220,9 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
           }
         }
       };
-      if constexpr (R == Recipe::Block && BN == 192) {
+      if constexpr (I != In::E4M3) {
+        k_loop16<BN, I>(s, acc, a_lo0 + 0, b_lo0 + 0, k_blocks, stage, phase, lane);
+      } else if constexpr (R == Recipe::Block && BN == 192) {
         if (split != 128) k_loop(std::integral_constant<int, 64>{});
         else k_loop(std::integral_constant<int, 128>{});
       } else {

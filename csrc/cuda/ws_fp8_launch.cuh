@@ -29,7 +29,8 @@ inline EncodeFn encode_fn() {
   return fn;
 }
 
-// An operand's tensor map, dims innermost first: e4m3, box 128 x rows [x 1] of K-major 128-byte swizzled rows.
+// An operand's tensor map, dims innermost first, in bytes along K (any element): box 128 bytes x rows [x 1] of
+// K-major 128-byte swizzled rows.
 inline bool encode(CUtensorMap* map, const void* base, int rank, const cuuint64_t* dims, const cuuint64_t* strides,
                    const cuuint32_t* box) {
   auto fn = encode_fn();
@@ -98,15 +99,16 @@ inline cudaLaunchConfig_t pair_config(int grid, int threads, size_t smem, cudaSt
 }
 
 // The kernel's dynamic shared memory limit, raised once per instantiation.
-template <int BN, bool McastB, Recipe R, class Out, int Feed>
+template <int BN, bool McastB, Recipe R, class Out, int Feed, In I>
 cudaError_t smem_raised() {
-  static const cudaError_t raised = cudaFuncSetAttribute(grouped_fp8_kernel<BN, McastB, R, Out, Feed>,
+  static const cudaError_t raised = cudaFuncSetAttribute(grouped_fp8_kernel<BN, McastB, R, Out, Feed, I>,
                                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                          static_cast<int>(sizeof(Smem<BN, McastB>)));
   return raised;
 }
 
-template <int BN, bool McastB, Recipe R, class Out>
+// I: the operands' element (the kernel reads them as bytes: K, lda, ldb and B's group stride are scaled to bytes).
+template <int BN, bool McastB, Recipe R, class Out, In I = In::E4M3>
 cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t workspace_size, int sm_count,
                    cudaStream_t stream, std::string* why) {
   if (R == Recipe::Block && feed != kFeedWarp && feed != kFeedTma) {
@@ -119,13 +121,14 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
     return cudaErrorInvalidValue;
   }
   Params p{};
-  const cuuint64_t dims_a[2] = {static_cast<cuuint64_t>(c.k), static_cast<cuuint64_t>(c.rows)};
-  const cuuint64_t strides_a[1] = {static_cast<cuuint64_t>(c.lda)};
-  const cuuint64_t dims_b[3] = {static_cast<cuuint64_t>(c.k), static_cast<cuuint64_t>(c.n),
+  constexpr int64_t eb = in_bytes(I);
+  const cuuint64_t dims_a[2] = {static_cast<cuuint64_t>(c.k * eb), static_cast<cuuint64_t>(c.rows)};
+  const cuuint64_t strides_a[1] = {static_cast<cuuint64_t>(c.lda * eb)};
+  const cuuint64_t dims_b[3] = {static_cast<cuuint64_t>(c.k * eb), static_cast<cuuint64_t>(c.n),
                                 static_cast<cuuint64_t>(c.groups)};
   // One group: B's group stride is never followed (it may be 0), but the tensor map wants a real one.
   const int64_t b_group_stride = c.groups > 1 ? c.b_group_stride : c.n * c.ldb;
-  const cuuint64_t strides_b[2] = {static_cast<cuuint64_t>(c.ldb), static_cast<cuuint64_t>(b_group_stride)};
+  const cuuint64_t strides_b[2] = {static_cast<cuuint64_t>(c.ldb * eb), static_cast<cuuint64_t>(b_group_stride * eb)};
   using Cfg = Config<BN, McastB>;
   const cuuint32_t box_a[2] = {kBlockK, Cfg::kRowsA}, box_b[3] = {kBlockK, Cfg::kRowsB, 1};
   if (!encode(&p.tma_a, c.a, 2, dims_a, strides_a, box_a) || !encode(&p.tma_b, c.b, 3, dims_b, strides_b, box_b)) {
@@ -134,6 +137,7 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
   }
   p.c = c.c;
   set_call_fields(p, c);
+  p.k = static_cast<int>(c.k * eb);  // the k-loop counts 128-byte k-blocks
   p.vector_store = c.ldc % 2 == 0 && reinterpret_cast<uintptr_t>(c.c) % (2 * sizeof(Out)) == 0;
   if (p.vector_store && (c.ldc * sizeof(Out)) % 16 == 0 && reinterpret_cast<uintptr_t>(c.c) % 16 == 0) p.vector_store = 2;
   p.sa = c.sa;
@@ -144,10 +148,10 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
   // Only block-scaled calls have a second feed (the other recipes instantiate kFeedWarp's kernel alone).
   constexpr int kTmaFeed = R == Recipe::Block ? kFeedTma : kFeedWarp;
   const bool tma_feed = R == Recipe::Block && feed == kFeedTma;
-  auto kernel = tma_feed ? grouped_fp8_kernel<BN, McastB, R, Out, kTmaFeed>
-                         : grouped_fp8_kernel<BN, McastB, R, Out, kFeedWarp>;
-  const cudaError_t raised = tma_feed ? smem_raised<BN, McastB, R, Out, kTmaFeed>()
-                                      : smem_raised<BN, McastB, R, Out, kFeedWarp>();
+  auto kernel = tma_feed ? grouped_fp8_kernel<BN, McastB, R, Out, kTmaFeed, I>
+                         : grouped_fp8_kernel<BN, McastB, R, Out, kFeedWarp, I>;
+  const cudaError_t raised = tma_feed ? smem_raised<BN, McastB, R, Out, kTmaFeed, I>()
+                                      : smem_raised<BN, McastB, R, Out, kFeedWarp, I>();
   if (raised != cudaSuccess) {
     *why = std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(raised);
     return raised;

@@ -1,5 +1,5 @@
-// The device-side parts of ckgemm's own fp8 grouped kernel (ws_fp8.cuh): wgmma and TMA wrappers, the group
-// table and tile decoding, the promotion and the epilogue.
+// The device-side parts of ckgemm's own grouped kernel (ws_fp8.cuh): wgmma and TMA wrappers, the group
+// table and tile decoding, the promotion, the 16-bit k-loop and the epilogue.
 #pragma once
 
 #include "ws_fp8_types.cuh"
@@ -79,21 +79,69 @@ __device__ __forceinline__ void promote(float* acc, const float* tmp, float lo0,
   }
 }
 
-// fp32 to the output element, spelled out: torch's extension build defines __CUDA_NO_BF16_CONVERSIONS__.
+// The k-loop of 16-bit operands (ws_fp8.cuh's consumers): each 128-byte k-block is four m64nBNk16 wgmmas
+// straight into the fp32 accumulator (zeroed by the caller). One k-block's batch stays in flight while the next
+// is issued, and a stage is released once wait<1> says the batch that read it is done, as CUTLASS's mainloop
+// keeps its MMAs going: no promotion to wait for.
+template <int BN, In I, class S>
+__device__ __forceinline__ void k_loop16(S& s, float* acc, uint32_t a_lo0, uint32_t b_lo0, int k_blocks, int& stage,
+                                         uint32_t& phase, int lane) {
+  using Barrier = cutlass::arch::ClusterTransactionBarrier;
+  constexpr int kStages = sizeof(s.full) / sizeof(s.full[0]);
+  constexpr uint32_t kDescA = sizeof(s.a[0]) / 16, kDescB = sizeof(s.b[0]) / 16;  // a stage, in descriptor units
+  int held = -1;  // the stage the batch in flight reads
+  for (int kb = 0; kb < k_blocks; ++kb) {
+    Barrier::wait(&s.full[stage], phase);
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) cute::warpgroup_fence_operand(acc[i]);
+    cute::warpgroup_arrive();
+    const uint32_t da = a_lo0 + stage * kDescA, db = b_lo0 + stage * kDescB;
+#pragma unroll
+    for (int kk = 0; kk < kBlockK / 32; ++kk)  // +32 bytes (16 elements) along K: +2 in the descriptor
+      mma_call<Mma16<I, BN>>(desc_of(da + 2 * kk), desc_of(db + 2 * kk), acc, true, std::make_index_sequence<BN / 2>{});
+    cute::warpgroup_commit_batch();
+    cute::warpgroup_wait<1>();
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) cute::warpgroup_fence_operand(acc[i]);
+    if (held >= 0 && lane < 2) Barrier::arrive(&s.empty[held], lane, 1);  // lane 0 here, lane 1 the other CTA
+    held = stage;
+    if (++stage == kStages) { stage = 0; phase ^= 1; }
+  }
+  cute::warpgroup_wait<0>();
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) cute::warpgroup_fence_operand(acc[i]);
+  if (held >= 0 && lane < 2) Barrier::arrive(&s.empty[held], lane, 1);
+}
+
+// fp32 to the output element (fp32, bf16 or fp16), spelled out: torch's extension build defines
+// __CUDA_NO_BF16_CONVERSIONS__ and __CUDA_NO_HALF_CONVERSIONS__.
 template <class Out>
 __device__ __forceinline__ Out to_out(float v) {
   if constexpr (std::is_same_v<Out, float>) return v;
+  else if constexpr (std::is_same_v<Out, __half>) return __float2half_rn(v);
   else return __float2bfloat16_rn(v);
+}
+
+// Two adjacent 16-bit outputs in one word.
+template <class Out>
+__device__ __forceinline__ uint32_t pack2(float x, float y) {
+  if constexpr (std::is_same_v<Out, __half>) {
+    __half2 v = __floats2half2_rn(x, y);
+    return *reinterpret_cast<uint32_t*>(&v);
+  } else {
+    __nv_bfloat162 v = __floats2bfloat162_rn(x, y);
+    return *reinterpret_cast<uint32_t*>(&v);
+  }
 }
 
 template <class Out>
 __device__ __forceinline__ void store_pair(Out* dst, float v0, float v1) {
   if constexpr (std::is_same_v<Out, float>) *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
-  else *reinterpret_cast<__nv_bfloat162*>(dst) = __floats2bfloat162_rn(v0, v1);
+  else *reinterpret_cast<uint32_t*>(dst) = pack2<Out>(v0, v1);
 }
 
 // A whole tile's store in 16-byte pieces: the four lanes of a quad hold two adjacent columns of each 8-column
-// chunk; exchanges between lanes (xor 1, then for bf16 xor 2) give each lane 4 adjacent fp32 or 8 adjacent bf16
+// chunk; exchanges between lanes (xor 1, then for 16-bit xor 2) give each lane 4 adjacent fp32 or 8 adjacent 16-bit
 // values of one row, so each store writes whole 32-byte sectors (64 or 128 contiguous bytes per row and quad).
 template <int BN, Recipe R, class Out>
 __device__ __forceinline__ void store_tile_wide(const Params& p, const Tile& t, const float* acc, int r_lo, int lane,
@@ -118,15 +166,11 @@ __device__ __forceinline__ void store_tile_wide(const Params& p, const Tile& t, 
         *reinterpret_cast<float4*>(row + 8 * (j + odd) + 4 * (q >> 1)) = o;
       }
     } else {
-      auto pack = [](float x, float y) {
-        __nv_bfloat162 v = __floats2bfloat162_rn(x, y);
-        return *reinterpret_cast<uint32_t*>(&v);
-      };
 #pragma unroll
       for (int j = 0; j < BN / 8; j += 4) {
         uint32_t w[4];
 #pragma unroll
-        for (int c = 0; c < 4; ++c) w[c] = pack(value(j + c, 0), value(j + c, 1));
+        for (int c = 0; c < 4; ++c) w[c] = pack2<Out>(value(j + c, 0), value(j + c, 1));
         const uint32_t ra = __shfl_xor_sync(kAll, odd ? w[0] : w[1], 1), rb = __shfl_xor_sync(kAll, odd ? w[2] : w[3], 1);
         const uint32_t A0 = odd ? ra : w[0], A1 = odd ? w[1] : ra, B0 = odd ? rb : w[2], B1 = odd ? w[3] : rb;
         const uint32_t s0 = __shfl_xor_sync(kAll, upper ? A0 : B0, 2), s1 = __shfl_xor_sync(kAll, upper ? A1 : B1, 2);

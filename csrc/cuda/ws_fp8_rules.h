@@ -1,8 +1,8 @@
 // What ckgemm's own fp8 grouped kernel (ws_fp8.cuh) takes, in plain C++: the one statement of its rule,
 // read by the router (rules.cpp, through instance_rejects_packed) and by the benchmark's C entry
-// (benchmarks/native/ws_fp8_capi.cu). Packed RC calls only: e4m3 A [rows, k] and B [groups, n, k] through
-// TMA (16-byte aligned bases, leading dimensions and B's group stride when there is more than one group;
-// k % 16 == 0), at most kMaxGroups groups, sizes that stay 32-bit when rounded up to tiles, and with block
+// (benchmarks/native/ws_fp8_capi.cu). Packed RC calls only: A [rows, k] and B [groups, n, k] (e4m3, or bf16/fp16
+// unscaled) through TMA (16-byte aligned bases; leading dimensions, B's group stride when there is more than one
+// group, and K multiples of 16 bytes), at most kMaxGroups groups, sizes that stay 32-bit when rounded up to tiles, and with block
 // scales at most kMaxKBlocks k-blocks (K <= 65536: DeepGEMM's feed, kFeedTma, holds a tile's B scales in shared
 // memory; the rule holds for either feed, so routing never depends on CKGEMM_WS_SCALES); C of any leading dimension,
 // aligned to its element.
@@ -16,17 +16,19 @@
 
 namespace ckgemm::ws {
 
-// Why the kernel cannot take a packed call of the ckgemm ABI (csrc/ckgemm.h) whose output elements are
-// out_bytes wide, with block scales or not ("" when it can).
-inline std::string rejects(const PackedArgs& e, int out_bytes, bool block_scales) {
+// Why the kernel cannot take a packed call of the ckgemm ABI (csrc/ckgemm.h) whose operands are in_bytes and
+// output elements out_bytes wide, with block scales or not ("" when it can).
+inline std::string rejects(const PackedArgs& e, int out_bytes, bool block_scales, int in_bytes = 1) {
   auto aligned = [](const void* ptr, int to) { return reinterpret_cast<uintptr_t>(ptr) % to == 0; };
   if (e.groups < 1 || e.groups > kMaxGroups) return "takes 1 to " + std::to_string(kMaxGroups) + " groups";
   // The kernel rounds rows, N and K up to whole tiles in 32-bit ints (a group's M-blocks, a tile's n0 + BN for a
   // pair's second tile, the k-blocks): each must stay below 2^31 after that.
   constexpr int64_t kIntMax = 2147483647;
-  if (e.rows > kIntMax - kBlockM || e.n > kIntMax - 2 * kMaxTileN || e.k > kIntMax - kBlockK)
+  // (K counted in bytes.)
+  if (e.rows > kIntMax - kBlockM || e.n > kIntMax - 2 * kMaxTileN || e.k > (kIntMax - kBlockK) / in_bytes)
     return "a dimension is within a tile of 2^31";
-  if (e.k % 16 != 0 || e.lda % 16 != 0 || e.ldb % 16 != 0 || (e.groups > 1 && e.b_group_stride % 16 != 0))
+  auto bytes16 = [&](int64_t elements) { return elements * in_bytes % 16 == 0; };
+  if (!bytes16(e.k) || !bytes16(e.lda) || !bytes16(e.ldb) || (e.groups > 1 && !bytes16(e.b_group_stride)))
     return "TMA needs K, lda, ldb and B's group stride to be multiples of 16 bytes";
   if (!aligned(e.a, 16) || !aligned(e.b, 16)) return "TMA needs 16-byte aligned A and B";
   if (!aligned(e.c, out_bytes)) return "C is not aligned to its element";

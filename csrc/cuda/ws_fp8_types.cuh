@@ -1,12 +1,14 @@
-// The types of ckgemm's own fp8 grouped kernel (ws_fp8.cuh): recipes, tile configuration, kernel parameters
-// and the shared-memory layout.
+// The types of ckgemm's own grouped kernel (ws_fp8.cuh; fp8, and bf16/fp16 operands): recipes, operand types,
+// tile configuration, kernel parameters and the shared-memory layout.
 #pragma once
 
 #include <cuda.h>
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cute/arch/mma_sm90_desc.hpp"
 #include "cute/arch/mma_sm90_gmma.hpp"
@@ -18,6 +20,12 @@
 namespace ckgemm::ws {
 
 enum class Recipe : int { None = 0, Row = 1, Block = 2 };
+
+// The operands' element. The kernel works in bytes along K: a k-block is 128 bytes of K (128 fp8 elements, 64
+// bf16/fp16 ones), its stage and its TMA boxes the same for every element; only the wgmma differs (k32 fp8
+// ones promoted every k-block, k16 16-bit ones straight into the accumulator, unscaled only).
+enum class In : int { E4M3 = 1, BF16 = 2, F16 = 3 };
+constexpr int in_bytes(In in) { return in == In::E4M3 ? 1 : 2; }
 
 // How a block-scaled call's scales reach the consumers (ws_fp8.cuh): a producer warp's cp.async per stage, or
 // DeepGEMM's feed (the TMA thread's bulk copy of an MN-major copy of A's, B's per tile in shared memory). The
@@ -47,7 +55,7 @@ struct Params {
   void* c;
   int64_t ldc;
   const void* sizes;
-  int sizes_int64, groups, rows, n, k, vector_store;  // vector_store: 0 scalar, 1 pairs, 2 16-byte pieces
+  int sizes_int64, groups, rows, n, k, vector_store;  // k in bytes; vector_store: 0 scalar, 1 pairs, 2 16-byte pieces
   const float* sa;  // Row: sa[row * sa_stride]; Block: sa[row * sa_stride + kb * sa_kb_stride]
   int64_t sa_stride, sa_kb_stride;
   const float* sb;  // Row: sb[g * sb_stride + col]; Block: sb[g * sb_stride + nb * kblocks + kb]
@@ -73,5 +81,19 @@ struct alignas(1024) Smem {
 template <int MmaN>
 using Mma = std::conditional_t<MmaN == 128, cute::SM90::GMMA::MMA_64x128x32_F32E4M3E4M3_SS_TN<>,
                                cute::SM90::GMMA::MMA_64x192x32_F32E4M3E4M3_SS_TN<>>;
+
+// The 16-bit wgmma of a whole tile row (m64nBNk16, both operands K-major in shared memory).
+namespace gmma = cute::SM90::GMMA;
+template <int N, class M128, class M192, class M256>
+using PickN = std::conditional_t<N == 128, M128, std::conditional_t<N == 192, M192, M256>>;
+template <In I, int N>
+using Mma16 = std::conditional_t<
+    I == In::BF16,
+    PickN<N, gmma::MMA_64x128x16_F32BF16BF16_SS<gmma::Major::K, gmma::Major::K>,
+          gmma::MMA_64x192x16_F32BF16BF16_SS<gmma::Major::K, gmma::Major::K>,
+          gmma::MMA_64x256x16_F32BF16BF16_SS<gmma::Major::K, gmma::Major::K>>,
+    PickN<N, gmma::MMA_64x128x16_F32F16F16_SS<gmma::Major::K, gmma::Major::K>,
+          gmma::MMA_64x192x16_F32F16F16_SS<gmma::Major::K, gmma::Major::K>,
+          gmma::MMA_64x256x16_F32F16F16_SS<gmma::Major::K, gmma::Major::K>>>;
 
 }  // namespace ckgemm::ws

@@ -1,5 +1,6 @@
 // ckgemm's own grouped kernels as rows of the CUTLASS backend's instance table (schedule OwnWarpSpecialized in
-// instances.inc): the fp8 kernel (ws_fp8.cuh: unscaled to fp32, block-scaled to bf16) and the int8 RR kernel
+// instances.inc): the fp8 kernel (ws_fp8.cuh: unscaled to fp32, block-scaled to bf16; also bf16/fp16 operands
+// to their own type) and the int8 RR kernel
 // (ws_s8_rr_rs.cuh: B row-major, read as stored into the wgmmas' register operand; int32 out), the packed form's
 // launch. Their acceptance rules are ws_fp8_rules.h and ws_s8_rr_rules.h, applied by rules.cpp; list groups are
 // refused there, so the router gives them to CUTLASS (8-bit RR list groups through the transpose).
@@ -46,10 +47,17 @@ struct WsInstance {
   static constexpr ws::Recipe kRecipe = Spec::kScaling == Scaling::Block ? ws::Recipe::Block
                                         : Spec::kScaling == Scaling::Row ? ws::Recipe::Row
                                                                          : ws::Recipe::None;
-  // The kernel's output element: CUTLASS's bfloat16_t is stored as CUDA's __nv_bfloat16 (same bits).
+  static constexpr ws::In kIn = Spec::kDType == DType::BF16 ? ws::In::BF16
+                                : Spec::kDType == DType::F16  ? ws::In::F16
+                                                              : ws::In::E4M3;
+  static_assert(Spec::kDType == DType::FP8_E4M3 || kRecipe == ws::Recipe::None, "16-bit operands: unscaled only");
+  // The kernel's output element: CUTLASS's bfloat16_t and half_t are stored as CUDA's __nv_bfloat16 and __half
+  // (same bits).
   using Out = std::conditional_t<std::is_same_v<typename Spec::Out, cutlass::bfloat16_t>, __nv_bfloat16,
-                                 typename Spec::Out>;
-  static_assert(std::is_same_v<Out, float> || std::is_same_v<Out, __nv_bfloat16>, "fp32 or bf16 output");
+                                 std::conditional_t<std::is_same_v<typename Spec::Out, cutlass::half_t>, __half,
+                                                    typename Spec::Out>>;
+  static_assert(std::is_same_v<Out, float> || std::is_same_v<Out, __nv_bfloat16> || std::is_same_v<Out, __half>,
+                "fp32, bf16 or fp16 output");
 
   static size_t bytes(int, int) { return 0; }  // list calls are refused (rules.cpp)
   static size_t packed_bytes(const PackedArgs& p, int) { return ws::workspace_bytes<kRecipe>(p, ws::block_feed()); }
@@ -58,7 +66,7 @@ struct WsInstance {
     const PackedArgs& p = *l.packed;  // the runner sends only what rules.cpp accepts: packed calls
     if (!sizes_checked(l)) return Status::BackendError;
     std::string why;
-    const cudaError_t e = ws::launch<Spec::kTileN, Spec::kClusterM == 2, kRecipe, Out>(
+    const cudaError_t e = ws::launch<Spec::kTileN, Spec::kClusterM == 2, kRecipe, Out, kIn>(
         p, ws::block_feed(), l.buffers->device, l.buffers->device_bytes, l.sm_count, l.stream, &why);
     return launched(l, e, why);
   }

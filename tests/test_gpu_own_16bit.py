@@ -1,0 +1,82 @@
+"""ckgemm's own grouped kernel (csrc/cuda/ws_fp8.cuh) on bf16 and fp16 operands: packed RC calls, its 128x256 and
+128x192 tiles forced with CKGEMM_CONFIG, checked against the harness reference with NaN-poisoned outputs (tile
+edges of its warp groups' 64-row halves, empty groups, a partial last k-block, N past the last tile pair, odd N
+through the scalar store), against CUTLASS's cooperative tile of the same width bit for bit (the same k16
+wgmmas summed in the same order into fp32, rounded once), and under graph replay with new device sizes.
+CUTLASS only."""
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+import ckgemm
+from gpu_support import DEVICE, MARKS, NATIVE, check_packed, replay_with_new_sizes
+from support import generator, poison, rand_tensor
+
+pytestmark = MARKS + [pytest.mark.skipif(NATIVE != "cutlass", reason="ckgemm's own kernel is CUDA (sm_90a)")]
+
+TILES = {"256": "ws_128x256x64_c1x2", "192": "ws_128x192x64_c1x2"}
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+# rows around a warp group's 64 and a tile's 128 (a half with none of its group's rows skips its wgmmas), empty
+# groups, one 128-byte k-block (K 64), a partial last k-block (K 2888: 45.125 blocks), N past the last tile pair
+# and odd (3851: scalar stores), one large group
+CASES = [([0, 1, 63, 64, 65, 127, 128, 129, 300, 0, 1000], 384, 256), ([700, 0, 513, 66], 3851, 2888),
+         ([128] * 3, 192, 64), ([5000], 576, 1024), ([77, 2000, 191], 4096, 512)]
+
+
+def _call(sizes, n, k, dtype, tag, config, size_dtype=torch.int32):
+    gen = generator(tag)
+    a = rand_tensor((sum(sizes), k), dtype, gen, DEVICE)
+    b = rand_tensor((len(sizes), n, k), dtype, gen, DEVICE)
+    gs = torch.tensor(sizes, dtype=size_dtype, device=DEVICE)
+    out = poison((sum(sizes), n), dtype, DEVICE)
+    os.environ["CKGEMM_CONFIG"] = config
+    try:
+        ckgemm.grouped_gemm_packed(a, b, gs, out=out)
+    finally:
+        os.environ.pop("CKGEMM_CONFIG", None)
+    return a, b, gs, out
+
+
+def _paths():
+    return set(ckgemm.last_dispatch().paths) - {"skip:empty"}
+
+
+@pytest.mark.parametrize("tile", TILES, ids=[f"n{t}" for t in TILES])
+@pytest.mark.parametrize("dtype", DTYPES, ids=list(DTYPES))
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_own_16bit_kernel_matches_the_reference(case, dtype, tile):
+    sizes, n, k = CASES[case]
+    size_dtype = torch.int64 if case % 2 else torch.int32
+    a, b, gs, out = _call(sizes, n, k, DTYPES[dtype], f"own16-{case}-{dtype}", TILES[tile], size_dtype)
+    assert _paths() == {f"cutlass:{TILES[tile]}"}, ckgemm.last_dispatch()
+    check_packed(out, a, b, sizes, DTYPES[dtype], k, f"own {dtype} {tile} case {case}")
+
+
+@pytest.mark.parametrize("tile", TILES, ids=[f"n{t}" for t in TILES])
+@pytest.mark.parametrize("dtype", DTYPES, ids=list(DTYPES))
+def test_own_16bit_kernel_gives_cutlass_bits(dtype, tile):
+    """Both sum the same k16 wgmmas in K order into fp32 and round once: the same bits, rows of every group."""
+    sizes, n, k = [0, 1, 65, 129, 300, 1000], 2 * int(tile) + 64, 2888
+    _, _, _, ours = _call(sizes, n, k, DTYPES[dtype], f"own16-bits-{dtype}", TILES[tile])
+    theirs_config = TILES[tile].replace("ws_", "coop_")
+    _, _, _, theirs = _call(sizes, n, k, DTYPES[dtype], f"own16-bits-{dtype}", theirs_config)
+    assert _paths() == {f"cutlass:{theirs_config}"}, ckgemm.last_dispatch()
+    assert not ours.isnan().any()
+    assert torch.equal(ours, theirs), (ours.float() - theirs.float()).abs().max()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=list(DTYPES))
+def test_own_16bit_kernel_replays_a_graph_with_new_device_sizes(dtype):
+    sizes, config = [300, 0, 212, 512], TILES["256"]
+    a, b, gs, out = _call(sizes, 512, 320, DTYPES[dtype], f"own16-graph-{dtype}", config)
+    os.environ["CKGEMM_CONFIG"] = config
+    try:
+        replay_with_new_sizes(lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out), gs, out,
+                              lambda new: check_packed(out, a, b, new, DTYPES[dtype], 320, f"own {dtype} replay {new}"),
+                              f"cutlass:{config}")
+    finally:
+        os.environ.pop("CKGEMM_CONFIG", None)
