@@ -41,11 +41,12 @@ namespace ckgemm::ws {
 // shared memory once per tile, and the k-loop reads B's before the full-barrier wait and A's before wgmma.fence.
 // (Consumers reading the scales from global two k-blocks ahead, and TMA boxes of four k-blocks' scales with the
 // stage's operands, were measured and removed: docs/PERF_2026-12-02.md.)
-template <int BN, bool McastB, Recipe R, class Out, int Feed, In I = In::E4M3>
+template <int BN, bool McastB, Recipe R, class Out, int Feed, In I = In::E4M3, bool Dyn = false>
 __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_constant__ Params p) {
   using Cfg = Config<BN, McastB>;
   static_assert(Feed == kFeedWarp || Feed == kFeedTma, "scale feed: kFeedWarp or kFeedTma");
   static_assert(I == In::E4M3 || R == Recipe::None, "16-bit operands: unscaled only");
+  static_assert(!Dyn || (R == Recipe::None && !McastB), "dynamic units (ws_units.cuh): unscaled A-multicast pairs");
   constexpr bool kScaleWarp = R == Recipe::Block && Feed == kFeedWarp;
   constexpr bool kScaleTma = R == Recipe::Block && Feed == kFeedTma;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
@@ -62,6 +63,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
       Barrier::init(&s.full[i], kScaleWarp ? 1 + 32 : 1);  // the TMA thread (+ the scale warp's lanes)
       Barrier::init(&s.empty[i], 16);  // each consumer warp of both CTAs
     }
+    if constexpr (Dyn) init_units(s.units);
     cutlass::arch::fence_barrier_init();
   }
   build_table<McastB>(s, p, n_blocks);
@@ -73,9 +75,13 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
     cutlass::arch::warpgroup_reg_dealloc<Cfg::kProducerRegs>();
     const int warp = tid / 32;
     if ((warp == 0 && lane == 0) || (kScaleWarp && warp == 1)) {
-      int stage = 0;
+      int stage = 0, step = 0;
       uint32_t phase = 0;
-      for (int u = cluster; u < units; u += clusters) {
+      auto next = [&](int u) {  // dynamic units: rank 0 draws and publishes them, rank 1 reads them (16-bit only)
+        if constexpr (!Dyn) return u + clusters;
+        else return rank == 0 ? publish_unit(s.units, p.counter, step++) : read_unit(s.units, step++, true, 1u, 0);
+      };
+      for (int u = Dyn ? next(0) : cluster; u < units; u = next(u)) {
         const Tile t = decode<BN, McastB>(s, p.groups, u, rank);
         for (int kb = 0; kb < k_blocks; ++kb) {
           Barrier::wait(&s.empty[stage], phase ^ 1);
@@ -128,14 +134,18 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
         cp_async_f32(&s.sbt[buf][wg][i >= k_blocks][i % k_blocks], i < k_blocks ? b0p + i : b1p + (i - k_blocks));
       asm volatile("cp.async.commit_group;" ::: "memory");
     };
-    int buf = 0;
+    int buf = 0, step = 0;
+    auto next = [&](int u) {
+      if constexpr (Dyn) return read_unit(s.units, step++, lane == 0, 0xffffffffu, 0);
+      else return u + clusters;
+    };
     Tile t_next{};
-    if (cluster < units) {
+    if (!Dyn && cluster < units) {
       t_next = decode<BN, McastB>(s, p.groups, cluster, rank);
       if constexpr (kScaleTma) fetch_b(t_next, 0);
     }
-    for (int u = cluster; u < units; u += clusters) {
-      const Tile t = t_next;
+    for (int u = Dyn ? next(0) : cluster; u < units; u = next(u)) {
+      const Tile t = Dyn ? decode<BN, McastB>(s, p.groups, u, rank) : t_next;
       if constexpr (kScaleTma) {  // this tile's copies landed (each thread's, then all of the warp group's), and
         // every thread is past the last tile's reads of the other buffer, which the next tile's copies now fill
         asm volatile("cp.async.wait_all;" ::: "memory");
@@ -145,7 +155,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
       buf ^= 1;
       // The next tile and its B scales: here (CKGEMM_WS_AHEAD 1), or under the first k-block's wgmmas (2).
       auto ahead = [&] {
-        if (u + clusters < units) {
+        if (!Dyn && u + clusters < units) {
           t_next = decode<BN, McastB>(s, p.groups, u + clusters, rank);
           if constexpr (kScaleTma) fetch_b(t_next, cur ^ 1);
         }
@@ -231,8 +241,9 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
       store_tile<BN, R, Out>(p, t, acc, r_lo, lane);
     }
   }
-  // Neither CTA leaves while the other may still multicast into it or arrive on its barriers.
-  cute::cluster_arrive_relaxed();
+  // Neither CTA leaves while the other may still multicast into it or arrive on its barriers (release: this
+  // CTA's last arrivals on the peer's barriers land before the peer exits).
+  cute::cluster_arrive();
   cute::cluster_wait();
 }
 

@@ -53,9 +53,22 @@ inline int block_feed() {
   return feed;
 }
 
-// Device workspace a call needs: kFeedTma's MN-major copy of A's block scales (ws_fp8_scales.cuh), else none.
-template <Recipe R>
+// How a 16-bit call's clusters take their units (ws_units.cuh): drawn in turn from a counter (the default), or
+// CKGEMM_WS_UNITS=static, every clusters-th unit as the fp8 form does (kept to measure the two against each
+// other), read once.
+inline bool dynamic_units() {
+  static const bool dynamic = [] {
+    const char* e = std::getenv("CKGEMM_WS_UNITS");
+    return e == nullptr || std::string(e) != "static";
+  }();
+  return dynamic;
+}
+
+// Device workspace a call needs: kFeedTma's MN-major copy of A's block scales (ws_fp8_scales.cuh), the unit
+// counter of a 16-bit call (16 bytes), else none.
+template <Recipe R, In I = In::E4M3>
 size_t workspace_bytes(const PackedArgs& c, int feed) {
+  if (I != In::E4M3) return 16;
   if (R != Recipe::Block || feed != kFeedTma) return 0;
   return static_cast<size_t>(mn_major_floats(c.rows, (c.k + kBlockK - 1) / kBlockK)) * sizeof(float);
 }
@@ -99,9 +112,9 @@ inline cudaLaunchConfig_t pair_config(int grid, int threads, size_t smem, cudaSt
 }
 
 // The kernel's dynamic shared memory limit, raised once per instantiation.
-template <int BN, bool McastB, Recipe R, class Out, int Feed, In I>
+template <int BN, bool McastB, Recipe R, class Out, int Feed, In I, bool Dyn>
 cudaError_t smem_raised() {
-  static const cudaError_t raised = cudaFuncSetAttribute(grouped_fp8_kernel<BN, McastB, R, Out, Feed, I>,
+  static const cudaError_t raised = cudaFuncSetAttribute(grouped_fp8_kernel<BN, McastB, R, Out, Feed, I, Dyn>,
                                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                          static_cast<int>(sizeof(Smem<BN, McastB>)));
   return raised;
@@ -115,7 +128,7 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
     *why = "CKGEMM_WS_SCALES must be 0 (a producer warp copies the block scales) or 2 (DeepGEMM's feed)";
     return cudaErrorInvalidValue;
   }
-  const size_t needed = workspace_bytes<R>(c, feed);
+  const size_t needed = workspace_bytes<R, I>(c, feed);
   if (needed > 0 && (workspace_size < needed || reinterpret_cast<uintptr_t>(workspace) % 16 != 0)) {
     *why = "workspace too small or not 16-byte aligned for the block scales' MN-major copy";
     return cudaErrorInvalidValue;
@@ -145,13 +158,27 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
   p.sa_kb_stride = 1;
   p.sb = c.sb;
   p.sb_stride = c.sb_group_stride;
+  // 16-bit calls draw their units (ws_units.cuh); fp8 ones take every clusters-th (only that is instantiated).
+  constexpr bool kDyn = I != In::E4M3 && !McastB;
+  const bool dynamic = kDyn && dynamic_units();
+  if (dynamic) {  // the units drawn so far: none
+    p.counter = static_cast<int*>(workspace);
+    const cudaError_t e = cudaMemsetAsync(p.counter, 0, sizeof(int), stream);
+    if (e != cudaSuccess) {
+      *why = std::string("unit counter: ") + cudaGetErrorString(e);
+      return e;
+    }
+  }
   // Only block-scaled calls have a second feed (the other recipes instantiate kFeedWarp's kernel alone).
   constexpr int kTmaFeed = R == Recipe::Block ? kFeedTma : kFeedWarp;
   const bool tma_feed = R == Recipe::Block && feed == kFeedTma;
+  // (A 16-bit call's other variant is the static one, kept for CKGEMM_WS_UNITS=static.)
   auto kernel = tma_feed ? grouped_fp8_kernel<BN, McastB, R, Out, kTmaFeed, I>
-                         : grouped_fp8_kernel<BN, McastB, R, Out, kFeedWarp, I>;
-  const cudaError_t raised = tma_feed ? smem_raised<BN, McastB, R, Out, kTmaFeed, I>()
-                                      : smem_raised<BN, McastB, R, Out, kFeedWarp, I>();
+                : dynamic ? grouped_fp8_kernel<BN, McastB, R, Out, kFeedWarp, I, kDyn>
+                          : grouped_fp8_kernel<BN, McastB, R, Out, kFeedWarp, I>;
+  const cudaError_t raised = tma_feed  ? smem_raised<BN, McastB, R, Out, kTmaFeed, I, false>()
+                             : dynamic ? smem_raised<BN, McastB, R, Out, kFeedWarp, I, kDyn>()
+                                       : smem_raised<BN, McastB, R, Out, kFeedWarp, I, false>();
   if (raised != cudaSuccess) {
     *why = std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(raised);
     return raised;

@@ -60,7 +60,7 @@ struct WsInstance {
                 "fp32, bf16 or fp16 output");
 
   static size_t bytes(int, int) { return 0; }  // list calls are refused (rules.cpp)
-  static size_t packed_bytes(const PackedArgs& p, int) { return ws::workspace_bytes<kRecipe>(p, ws::block_feed()); }
+  static size_t packed_bytes(const PackedArgs& p, int) { return ws::workspace_bytes<kRecipe, kIn>(p, ws::block_feed()); }
 
   static Status run(const Launch& l) {
     const PackedArgs& p = *l.packed;  // the runner sends only what rules.cpp accepts: packed calls
