@@ -2,11 +2,15 @@
 128x192 tiles forced with CKGEMM_CONFIG, checked against the harness reference with NaN-poisoned outputs (tile
 edges of its warp groups' 64-row halves, empty groups, a partial last k-block, N past the last tile pair, odd N
 through the scalar store), against CUTLASS's cooperative tile of the same width bit for bit (the same k16
-wgmmas summed in the same order into fp32, rounded once), and under graph replay with new device sizes.
-CUTLASS only."""
+wgmmas summed in the same order into fp32, rounded once), with its units drawn in turn (the default) and by
+stride (CKGEMM_WS_UNITS=static) to the same bits, under graph replay with new device sizes, and as the op's
+pick for packed calls of 257-2047 rows a group (csrc/cuda/rules.cpp). CUTLASS only."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import textwrap
 
 import pytest
 import torch
@@ -80,3 +84,45 @@ def test_own_16bit_kernel_replays_a_graph_with_new_device_sizes(dtype):
                               f"cutlass:{config}")
     finally:
         os.environ.pop("CKGEMM_CONFIG", None)
+
+
+def test_packed_16bit_calls_of_a_few_hundred_rows_a_group_run_it_by_default():
+    sizes = [300, 0, 700, 515, 1, 530]  # 341 rows a group
+    for dtype in DTYPES.values():
+        gen = generator(f"own16-default-{dtype}")
+        a = rand_tensor((sum(sizes), 576), dtype, gen, DEVICE)
+        b = rand_tensor((len(sizes), 1024, 576), dtype, gen, DEVICE)
+        out = poison((sum(sizes), 1024), dtype, DEVICE)
+        ckgemm.grouped_gemm_packed(a, b, torch.tensor(sizes, device=DEVICE), out=out)
+        assert _paths() == {f"cutlass:{TILES['256']}"}, ckgemm.last_dispatch()
+        check_packed(out, a, b, sizes, dtype, 576, f"own {dtype} by default")
+
+
+_UNITS_RUN = """
+    import sys, torch
+    sys.path[:0] = [{tests!r}]
+    from test_gpu_own_16bit import CASES, DTYPES, TILES, _call, _paths
+    outs = []
+    for dtype in DTYPES:
+        for tile in TILES:
+            for case, (sizes, n, k) in enumerate(CASES):
+                _, _, _, out = _call(sizes, n, k, DTYPES[dtype], f"own16-{{case}}-{{dtype}}", TILES[tile])
+                assert _paths() == {{"cutlass:" + TILES[tile]}}
+                outs.append(out.cpu())
+    torch.save(outs, {path!r})
+"""
+
+
+def test_units_drawn_in_turn_and_by_stride_give_the_same_bits(tmp_path):
+    """Each tile is computed alike whichever cluster takes it: the same bits on every case, both tiles, both
+    dtypes (test_own_16bit_kernel_matches_the_reference checks the default against the reference)."""
+    tests = os.path.dirname(os.path.abspath(__file__))
+    for units in ("dynamic", "static"):
+        code = textwrap.dedent(_UNITS_RUN.format(tests=tests, path=str(tmp_path / f"{units}.pt")))
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "CKGEMM_WS_UNITS": units})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    drawn, strided = torch.load(tmp_path / "dynamic.pt"), torch.load(tmp_path / "static.pt")
+    assert len(drawn) == len(strided) == 2 * len(TILES) * len(CASES)
+    for i, (x, y) in enumerate(zip(drawn, strided)):
+        assert not x.isnan().any() and torch.equal(x, y), (i, (x.float() - y.float()).abs().max())

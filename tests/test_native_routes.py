@@ -95,28 +95,50 @@ def test_routes_use_the_instance_table(probe):
     assert probe.probe_kind_rejects(2, 1, 0, 2) == b""  # fp8 block -> bf16 exists
 
 
-def test_16bit_takes_the_192_wide_tile_only_where_it_pads_n_less(probe):
-    """16-bit RC: 128x192 where the 256-wide tile pads N by more than 2% of N and the 192-wide one pads it
-    less (gpt-oss, N 5760: 128 columns against none); 128x256 for every N that 256 divides, and where 192
-    pads more; RR has no 192-wide tile; decode-sized groups keep the 64-row tile."""
+def test_16bit_takes_the_192_wide_tile_only_where_its_pairs_pad_n_less(probe):
+    """16-bit RC: 128x192 where its pairs of N-blocks (1x2 clusters) pad N by more than 4% of N less than the
+    256-wide pairs do (gpt-oss, N 5760: 384 columns against none); 128x256 for every N that 512 divides, where
+    both pad alike (N 2880: 192 each, where 128x256 ran faster) and where 192 pads more; RR has no 192-wide
+    tile; decode-sized groups keep the 64-row tile."""
     for dtype, out in ((torch.bfloat16, 1), (torch.float16, 0)):
         def name(m, n, layout="RC"):
             code, _, _, why = _route(probe, dtype, out, layout, 0, m, n, 2880)
             assert why == "", (dtype, m, n, why)
             return probe.probe_instance_name(routes.instance(code)).decode()
-        for n, want in ((5760, "coop_128x192x64_c1x2"), (2880, "coop_128x192x64_c1x2"),  # 256 pads 2.2%, 6.7%; 192 0
+        for n, want in ((5760, "coop_128x192x64_c1x2"),
+                        (2880, "coop_128x256x64_c1x2"),  # pairs pad 192 either way
                         (4096, "coop_128x256x64_c1x2"), (7168, "coop_128x256x64_c1x2"), (1536, "coop_128x256x64_c1x2"),
-                        (5888, "coop_128x256x64_c1x2"),  # 256 divides it
-                        (1000, "coop_128x256x64_c1x2"),  # 256 pads 24 (2.4%), 192 pads 152
-                        (12800 + 192, "coop_128x256x64_c1x2")):  # 256 pads 64, under 2% of N
+                        (1000, "coop_128x256x64_c1x2"),  # 256 pairs pad 24, 192 pairs 152
+                        (12800 + 192, "coop_128x256x64_c1x2"),  # pairs pad 320 against 64: 2% of N
+                        (192, "coop_128x192x64_c1x2")):
             assert name(512, n) == want, (dtype, n)
         assert name(512, 5760, "RR") == "coop_128x256x64_c1x2", "no RR 128x192 instance"
         assert name(64, 5760).startswith("pingpong_64x128"), "groups of up to 64 rows keep the 64-row tile"
         assert name(65, 5760) == "coop_128x192x64_c1x2"
         code, _, _, why = _route(probe, dtype, out, "RC", 0, 4096, 5760, 2880, groups=32)
         assert why == "" and probe.probe_instance_name(routes.instance(code)).decode() == "coop_128x192x64_c1x2"
-        assert _route_packed(probe, dtype, out, 0, 32, 32 * 512, 5760, 2880)[0] == "coop_128x192x64_c1x2"
-        assert _route_packed(probe, dtype, out, 0, 32, 32 * 512, 4096, 2880)[0] == "coop_128x256x64_c1x2"
+
+
+def test_16bit_packed_calls_of_257_to_2047_rows_a_group_take_ckgemm_own_kernel(probe):
+    """ckgemm's own kernel (ws_fp8.cuh, units drawn in turn) for packed 16-bit calls averaging 257-2047 rows a
+    group, at the width CUTLASS's tile would have; CUTLASS's tiles for fewer or more rows a group, for list
+    calls (the own kernel takes only the packed form) and where its TMA cannot read the operands."""
+    for dtype, out in ((torch.bfloat16, 1), (torch.float16, 0)):
+        for rows_per_group, n, want in ((257, 4096, "ws_128x256x64_c1x2"), (512, 4096, "ws_128x256x64_c1x2"),
+                                        (1024, 4096, "ws_128x256x64_c1x2"), (2047, 7168, "ws_128x256x64_c1x2"),
+                                        (512, 5760, "ws_128x192x64_c1x2"), (512, 2880, "ws_128x256x64_c1x2"),
+                                        (256, 1536, "coop_128x256x64_c1x2"), (2048, 14336, "coop_128x256x64_c1x2"),
+                                        (4096, 4096, "coop_128x256x64_c1x2"), (256, 5760, "coop_128x192x64_c1x2")):
+            got = _route_packed(probe, dtype, out, 0, 32, 32 * rows_per_group, n, 2880)
+            assert got == (want, 0, ""), (dtype, rows_per_group, n, got)
+        assert _route_packed(probe, dtype, out, 0, 32, 32 * 512, 4096, 2888) == ("ws_128x256x64_c1x2", 0, ""), \
+            "K 2888: 5776 bytes, whole 16-byte pieces"
+        name, flags, why = _route_packed(probe, dtype, out, 0, 32, 32 * 512, 4096, 2884)
+        assert why == "" and flags & routes.FLAG_REPACK_A, "K 2884 (5768 bytes): TMA needs A copied to 16-byte rows"
+        assert _route(probe, dtype, out, "RC", 0, 512, 4096, 2880)[3] == "" and \
+            probe.probe_instance_name(routes.instance(_route(probe, dtype, out, "RC", 0, 512, 4096, 2880)[0])).decode() \
+            == "coop_128x256x64_c1x2", "list calls: CUTLASS"
+        assert _route_packed(probe, dtype, out, 0, 32, 32 * 512, 4096, 2880, layout="RR")[0] == "coop_128x256x64_c1x2"
 
 
 def _route_packed(probe, dtype, out, scaling, groups, rows, n, k, *, layout="RC", c_off=0, ldc=None):

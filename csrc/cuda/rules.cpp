@@ -102,11 +102,18 @@ constexpr int64_t kWideSwapTiles = 128;
 // tiles; otherwise the cooperative tiles, 128-row ones first, in table order: int8 128x256, 16-bit 128x256
 // unless its 128x192 applies (below), fp8 128x192 (docs/PERF.md, N 1536-14336: unscaled from 1% slower to
 // 4% faster than 128x128, row-scaled from 2% slower to 9% faster) unless N pads its last 192-wide tile by
-// more than 5% of N (N 256: 50%). The 16-bit 128x192 (table order: before the 128x256) is taken only where
-// the 256-wide tile pads N by more than 2% of N and the 192-wide one pads it less. Measured at N 5760 (gpt-oss:
-// 2.2% against none; docs/PERF_2026-12-06c.md, H100, round-robin timing), 128x192 over 128x256 in three runs:
-// fp16 1.057, 0.987 (a run of wide spreads), 1.062; bf16 1.008, 1.068, 1.001. On the cases that 256 divides
-// it took 1-46% longer. Other N it takes (2880, 8000, N <= 192...) follow from the padding, unmeasured.
+// more than 5% of N (N 256: 50%).
+// 16-bit: the 1x2 clusters take two adjacent N-blocks, so a 256-wide tile pads N to 512 columns and a
+// 192-wide one to 384. The 128x192 (table order: before the 128x256) is taken only where its pairs pad N by
+// more than 4% of N less than the 256-wide pairs do (it ran 4-6% slower where neither pads): N 5760 (gpt-oss:
+// 384 columns against none; 128x192 1.057-1.068x the 128x256 in four of five runs, docs/PERF_2026-12-06c.md),
+// not N 2880 (both pad 192: the 128x256 was 1.02-1.06x, docs/PERF_2026-12-06d.md); H100, round-robin timing.
+// ckgemm's own kernel on 16-bit packed calls of 257-2047 rows per group (ws_fp8.cuh, its units drawn in turn:
+// ws_units.cuh) ranks before CUTLASS's tile of the same width: with a group's partial last tile half-skipped it
+// was 1.06-1.08x CUTLASS's 128x256 on DeepSeek-V3 prefill (1024 rows a group, K 7168), 1.01-1.02x at 512 rows,
+// 1.06-1.08x on gpt-oss's down projection, 0.99-1.00x on DeepSeek-V3's (K 2048); at 256 rows a group (128
+// experts) 0.98-0.99x and at 2048-4096 (Mixtral, uniform) 0.99-1.00x, so there it ranks after them
+// (docs/PERF_2026-12-06d.md, H100).
 // ckgemm's own fp8 kernel (table order: before CUTLASS's tiles of its kind) ranks as a 128x192 tile does: on
 // the packed calls it takes, unscaled it was 6-21% faster than CUTLASS's 128x192 at the same output
 // (docs/PERF_2026-12-02.md); block-scaled, 0.99-1.11x CUTLASS's blockwise 128x128 (docs/PERF_2026-12-03d.md).
@@ -116,10 +123,12 @@ constexpr int64_t kWideSwapTiles = 128;
 // groups of any size.
 int64_t padding(int64_t n, int64_t width) { return (n + width - 1) / width * width - n; }
 bool pads_over_5pct(int64_t n, int64_t width) { return padding(n, width) * 20 > n; }
-bool narrow_16bit_fits(int64_t n) { return padding(n, 256) * 50 > n && padding(n, 192) < padding(n, 256); }
+bool narrow_16bit_fits(int64_t n) { return (padding(n, 512) - padding(n, 384)) * 25 > n; }
+bool own_16bit_fits(int64_t m) { return m > 256 && m < 2048; }
 
 int rank_for(const Spec& s, int64_t m, int64_t n, int64_t groups) {
-  if (s.schedule.packed_only && s.tn == 256 && pads_over_5pct(n, 512)) return 6;
+  const bool wide16 = element_bytes(s.kind.dtype) == 2;
+  if (s.schedule.packed_only && !wide16 && s.tn == 256 && pads_over_5pct(n, 512)) return 6;
   const bool swap = s.schedule.swap_ab;
   const bool small_tile = s.tm <= 64 && !swap;
   if (m <= 32 && swap) {
@@ -129,7 +138,11 @@ int rank_for(const Spec& s, int64_t m, int64_t n, int64_t groups) {
   if (m <= 64) return small_tile ? 2 : swap ? 3 : (s.tn == 256 ? 4 : 5);
   if (swap) return 4;
   if (small_tile) return 3;
-  if (s.tn == 192 && element_bytes(s.kind.dtype) == 2) return narrow_16bit_fits(n) ? 0 : 2;
+  if (wide16 && s.tm == 128) {
+    const bool width_fits = (s.tn == 192) == narrow_16bit_fits(n);
+    if (s.schedule.packed_only) return width_fits && own_16bit_fits(m) ? -1 : 3;
+    if (s.tn == 192) return width_fits ? 0 : 2;
+  }
   if (s.tn == 192 && pads_over_5pct(n, 192)) return 1;
   return s.tm == 128 ? 0 : 1;
 }
