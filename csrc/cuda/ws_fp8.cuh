@@ -1,7 +1,8 @@
-// ckgemm's own fp8 grouped GEMM mainloop for SM90 (packed MoE form, RC: A [rows, K], B [G, N, K]), built
-// from CuTe's wgmma/TMA atoms rather than a CUTLASS collective, so the tile and the promotion are ours. The op
-// routes unscaled packed calls to its 128x192 A-multicast form and block-scaled ones to its 128x256 or 128x192
-// A-multicast form (ws_instance.cuh, rules.cpp);
+// ckgemm's own grouped GEMM mainloop for SM90 (packed MoE form, RC: A [rows, K], B [G, N, K]), fp8 and, unscaled,
+// bf16/fp16, built from CuTe's wgmma/TMA atoms rather than a CUTLASS collective, so the tile and the promotion
+// are ours. The op routes unscaled fp8 packed calls to its 128x192 A-multicast form, block-scaled ones to its
+// 128x256 or 128x192 A-multicast form, and 16-bit packed calls of 257-2047 rows a group to its 128x256 or
+// 128x192 16-bit form (ws_instance.cuh, rules.cpp);
 // every recipe and variant is checked and timed by benchmarks/native/bench_ws_fp8.py (docs/PERF_2026-12-02.md;
 // its row recipe in the op trailed CUTLASS's on short K and many groups, docs/PERF_2026-12-03e.md).
 //
@@ -14,9 +15,14 @@
 //     scale block changes, so the promotion has no branch: 1-3% on the H200, docs/PERF_2026-12-04.md);
 //     unscaled and row-scaled calls promote with 1 and apply row scales in the epilogue. The two warp groups
 //     reach their promotions at different times, so one's FFMAs run under the other's wgmmas;
+//   - 16-bit operands: the same 128-byte k-blocks (64 elements), four m64nBNk16 wgmmas each straight into the
+//     fp32 accumulator with one k-block's batch in flight (k_loop16, ws_fp8_parts.cuh); the same bits as
+//     CUTLASS's cooperative tile of that width;
 //   - the tile scheduler and the per-group row offsets come from the device-resident group sizes (a prefix
 //     sum in shared memory at the start of each CTA): no argument-building launch, no host sync,
-//     graph-capturable with new sizes; a group's tiles are taken M-fastest so CTAs in flight share B in L2;
+//     graph-capturable with new sizes; a group's tiles are taken M-fastest so CTAs in flight share B in L2.
+//     fp8 clusters take every clusters-th unit; 16-bit ones draw theirs in turn from a counter (Dyn,
+//     ws_units.cuh), which keeps the units in flight a contiguous run where tiles take unequal times;
 //   - a consumer warp group with no rows of its group in the tile (or a pair's tile past N) skips the
 //     wgmmas and the store and only keeps the ring in step;
 //   - the epilogue stores from registers: a whole tile without per-element bounds and, where C's rows are
