@@ -2,6 +2,8 @@
 and the reference check with per-group tolerances (int8 exact)."""
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -84,3 +86,25 @@ def instance_of(path: str) -> dict:
     """The instance (ckgemm._C.instances()) a dispatch path names."""
     name = path.split(":", 1)[1].split("+")[0]
     return next(i for i in ckgemm.backends.native._C.instances() if i["name"] == name)
+
+
+def packed_call(sizes, n, k, dtype, out_dtype, tag, size_dtype=torch.int32, config=None):
+    """One packed RC call on seeded operands (A [rows, k], B [groups, n, k]) into a NaN-poisoned output, with
+    CKGEMM_CONFIG=config while it runs when given: (a, b, device sizes, out)."""
+    gen = generator(tag)
+    a = rand_tensor((sum(sizes), k), dtype, gen, DEVICE)
+    b = rand_tensor((len(sizes), n, k), dtype, gen, DEVICE)
+    gs = torch.tensor(sizes, dtype=size_dtype, device=DEVICE)
+    out = poison((sum(sizes), n), out_dtype, DEVICE)
+    if config:
+        os.environ["CKGEMM_CONFIG"] = config
+    try:
+        ckgemm.grouped_gemm_packed(a, b, gs, out=out)
+    finally:
+        os.environ.pop("CKGEMM_CONFIG", None)
+    return a, b, gs, out
+
+
+def ran_paths() -> set[str]:
+    """The last call's paths, without the empty groups' skips."""
+    return set(ckgemm.last_dispatch().paths) - {"skip:empty"}

@@ -16,8 +16,7 @@ import pytest
 import torch
 
 import ckgemm
-from gpu_support import DEVICE, MARKS, NATIVE, check_packed, replay_with_new_sizes
-from support import generator, poison, rand_tensor
+from gpu_support import MARKS, NATIVE, check_packed, packed_call, ran_paths, replay_with_new_sizes
 
 pytestmark = MARKS + [pytest.mark.skipif(NATIVE != "cutlass", reason="ckgemm's own kernel is CUDA (sm_90a)")]
 
@@ -32,21 +31,10 @@ CASES = [([0, 1, 63, 64, 65, 127, 128, 129, 300, 0, 1000], 384, 256), ([700, 0, 
 
 
 def _call(sizes, n, k, dtype, tag, config, size_dtype=torch.int32):
-    gen = generator(tag)
-    a = rand_tensor((sum(sizes), k), dtype, gen, DEVICE)
-    b = rand_tensor((len(sizes), n, k), dtype, gen, DEVICE)
-    gs = torch.tensor(sizes, dtype=size_dtype, device=DEVICE)
-    out = poison((sum(sizes), n), dtype, DEVICE)
-    os.environ["CKGEMM_CONFIG"] = config
-    try:
-        ckgemm.grouped_gemm_packed(a, b, gs, out=out)
-    finally:
-        os.environ.pop("CKGEMM_CONFIG", None)
-    return a, b, gs, out
+    return packed_call(sizes, n, k, dtype, dtype, tag, size_dtype, config)
 
 
-def _paths():
-    return set(ckgemm.last_dispatch().paths) - {"skip:empty"}
+_paths = ran_paths
 
 
 @pytest.mark.parametrize("tile", TILES, ids=[f"n{t}" for t in TILES])
@@ -89,11 +77,7 @@ def test_own_16bit_kernel_replays_a_graph_with_new_device_sizes(dtype):
 def test_packed_16bit_calls_of_a_few_hundred_rows_a_group_run_it_by_default():
     sizes = [300, 0, 700, 515, 1, 530]  # 341 rows a group
     for dtype in DTYPES.values():
-        gen = generator(f"own16-default-{dtype}")
-        a = rand_tensor((sum(sizes), 576), dtype, gen, DEVICE)
-        b = rand_tensor((len(sizes), 1024, 576), dtype, gen, DEVICE)
-        out = poison((sum(sizes), 1024), dtype, DEVICE)
-        ckgemm.grouped_gemm_packed(a, b, torch.tensor(sizes, device=DEVICE), out=out)
+        a, b, _, out = packed_call(sizes, 1024, 576, dtype, dtype, f"own16-default-{dtype}")
         assert _paths() == {f"cutlass:{TILES['256']}"}, ckgemm.last_dispatch()
         check_packed(out, a, b, sizes, dtype, 576, f"own {dtype} by default")
 

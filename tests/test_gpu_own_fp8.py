@@ -16,8 +16,8 @@ import pytest
 import torch
 
 import ckgemm
-from gpu_support import DEVICE, MARKS, NATIVE, check_packed, replay_with_new_sizes
-from support import generator, poison, rand_tensor
+from gpu_support import DEVICE, MARKS, NATIVE, check_packed, packed_call, ran_paths, replay_with_new_sizes
+from support import generator, poison
 
 pytestmark = MARKS + [pytest.mark.skipif(NATIVE != "cutlass", reason="ckgemm's own fp8 kernel is CUDA (sm_90a)")]
 
@@ -27,22 +27,10 @@ FP8 = torch.float8_e4m3fn
 
 
 def _call(sizes, n, k, tag, size_dtype=torch.int32, config=None):
-    gen = generator(tag)
-    a = rand_tensor((sum(sizes), k), FP8, gen, DEVICE)
-    b = rand_tensor((len(sizes), n, k), FP8, gen, DEVICE)
-    gs = torch.tensor(sizes, dtype=size_dtype, device=DEVICE)
-    out = poison((sum(sizes), n), torch.float32, DEVICE)
-    if config:
-        os.environ["CKGEMM_CONFIG"] = config
-    try:
-        ckgemm.grouped_gemm_packed(a, b, gs, out=out)
-    finally:
-        os.environ.pop("CKGEMM_CONFIG", None)
-    return a, b, gs, out
+    return packed_call(sizes, n, k, FP8, torch.float32, tag, size_dtype, config)
 
 
-def _paths():
-    return set(ckgemm.last_dispatch().paths) - {"skip:empty"}
+_paths = ran_paths
 
 
 # empty groups, single rows, tile edges (127/128/129), a partial last k-block (K 2880), odd N (3851),
