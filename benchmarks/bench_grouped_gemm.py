@@ -2,14 +2,14 @@
 """ckgemm against its peers on this GPU, in one process: every case x dtype, our packed form (and the
 list form for non-MoE cases), each output checked against the harness reference before it is timed.
 
-Timing: ckgemm.testing.bench (device events per call, L2 flushed outside the timed window, median). Every
-contestant of a case is timed twice, in the order A B ... B A (``there_and_back``), half the iterations a
-pass, so that drift in clocks over the run hits all alike; the medians are over both passes, and the spread
-columns give the two passes' difference. With --graph, CUDA-graph replays are timed round-robin
-(ckgemm.testing.rounds: one replay of each contestant per round, --iters rounds, after 100 ms of warm-up
-replays; --warmup is the eager timing's): the graph ratio is the median of the best peer's time over ours from
-the same round, and its spread column the p10-p90 of those ratios, so clock drift over seconds (10-25% on a
-power-capped H100, docs/PERF_2026-12-06c.md) does not enter it.
+Timing: round-robin (ckgemm.testing.rounds: one call of each contestant per round, --iters rounds, in a
+Williams-design order, after about 100 ms of warm-up calls; device events per call, L2 flushed outside the
+timed window), so that drift in clocks, power and temperature over the run (10-25% within seconds on a
+power-capped H100, docs/PERF_2026-12-06c.md) hits all alike: each ratio is the median of the best peer's time
+over ours from the same round, beside the p10-p90 of those ratios. Eager calls are timed as they are; with
+--sync each starts after a device synchronisation (end to end: the GPU idle at its start, the host's whole
+cost inside its window). With --graph the capturable contestants are timed again as CUDA-graph replays, the
+same way (kernel time, no host overhead).
 Ceilings (copy bandwidth, dense matmul TFLOP/s) are measured in the same run. Writes JSON and markdown.
 
     python benchmarks/bench_grouped_gemm.py --json bench.json --markdown bench.md
@@ -24,9 +24,7 @@ from tabulate import tabulate
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ckgemm  # noqa: E402
-from ckgemm.testing import Report, bench, check, device_info, grouped_gemm_reference_packed  # noqa: E402
-from ckgemm.testing import measure_ceilings, there_and_back  # noqa: E402
-from ckgemm.testing.bench import pool  # noqa: E402
+from ckgemm.testing import Report, check, device_info, grouped_gemm_reference_packed, measure_ceilings  # noqa: E402
 from ckgemm.testing.data import poisoned, random_tensor  # noqa: E402
 from ckgemm.testing.peers import checked, peers as find_peers  # noqa: E402
 from ckgemm.testing.roofline import group_bytes  # noqa: E402
@@ -62,19 +60,6 @@ def verify_output(out, ref, sizes, dtype, k, name, scaled=False):
         starts = [sum(sizes[:g]) for g in range(len(sizes))]
         check([out[s:s + m] for s, m in zip(starts, sizes)], [ref[s:s + m] for s, m in zip(starts, sizes)],
               in_dtype=dtype, k=k, name=name)
-
-
-def interleaved(fns: dict, iters: int, **bench_kwargs):
-    """({name: BenchResult over both passes}, {name: spread %}): each function timed in two passes of
-    ``iters // 2`` calls, in the order A B ... B A."""
-    runs = {name: [] for name in fns}
-
-    def time_one(name):
-        runs[name].append(bench(fns[name], iters=max(iters // 2, 1), **bench_kwargs))
-        return runs[name][-1].median_ms
-
-    spread = {name: v[1] for name, v in there_and_back(list(fns), time_one).items()}
-    return {name: pool(r, "two passes, A B ... B A") for name, r in runs.items()}, spread
 
 
 def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
@@ -114,38 +99,40 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
             capturable[peer.name] = peer.fn
         else:
             skipped[f"{peer.name} (graph)"] = "synchronises with the host: not capturable"
-    timings, spread = interleaved(fns, args.iters, warmup=args.warmup, device=device, sync=args.sync)
+    eager = round_robin(fns, reference="ckgemm packed", rounds=args.iters, graph=False, sync=args.sync, device=device)
+    timings = {name: eager.median_ms(name) for name in eager.times}
     graph, replays = {}, None
     if args.graph:  # kernel time without host overhead: what a CUDA-graph serving loop sees
         replays = round_robin({"ckgemm packed": fns["ckgemm packed"], **capturable}, reference="ckgemm packed",
                               rounds=args.iters, device=device)
         graph = {name: replays.median_ms(name) for name in replays.times}
-    ours = timings["ckgemm packed"].median_ms
-    peers = {k: v.median_ms for k, v in timings.items() if not k.startswith("ckgemm")}
+    ours = timings["ckgemm packed"]
+    peers = {k: v for k, v in timings.items() if not k.startswith("ckgemm")}
     best_peer = min(peers, key=peers.get) if peers else None
     for name, t in timings.items():
-        extra = {}
-        if name in graph:  # this contestant's time over ours, per round: p10-p90
+        lo, hi = eager.ratio_range(name)  # this contestant's time over ours, per round: median and p10-p90
+        extra = {"vs_ours": eager.ratio(name), "vs_ours_p10_p90": f"{lo:.3f}-{hi:.3f}"}
+        if name in graph:
             lo, hi = replays.ratio_range(name)
-            extra = {"graph_ms": graph[name], "graph_vs_ours": replays.ratio(name),
-                     "graph_vs_ours_p10_p90": f"{lo:.3f}-{hi:.3f}"}
-        extra["spread_pct"] = spread[name]  # the two passes' difference, % of their mean
+            extra.update({"graph_ms": graph[name], "graph_vs_ours": replays.ratio(name),
+                          "graph_vs_ours_p10_p90": f"{lo:.3f}-{hi:.3f}"})
         if name.startswith("ckgemm"):
             extra["config"] = paths[name].config_summary
-            if best_peer is not None:
-                extra["vs_best_peer"] = peers[best_peer] / t.median_ms
-        report.add(op=name, backend=path.backend if name.startswith("ckgemm") else "torch", time=t, **common, **extra)
+            if best_peer is not None:  # the best peer's time over this form's, per round
+                extra["vs_best_peer"] = eager.ratio(best_peer, over=name)
+        report.add(op=name, backend=path.backend if name.startswith("ckgemm") else "torch",
+                   time={"median_ms": t}, runs_ms=eager.times[name], **common, **extra)
     weight_bytes = b.numel() * b.element_size()
     line = {"case": bc.name, "dtype": dtype_name, "ckgemm ms": ours, "TFLOP/s": flops / ours / 1e9,
-            "best peer": best_peer or "none", "peer ms": peers.get(best_peer), "ratio": (peers[best_peer] / ours)
-            if best_peer else None, "spread %": spread["ckgemm packed"],
-            "peer spread %": spread.get(best_peer)}
+            "best peer": best_peer or "none", "peer ms": peers.get(best_peer),
+            "ratio": eager.ratio(best_peer) if best_peer else None,
+            "p10-p90": "{:.3f}-{:.3f}".format(*eager.ratio_range(best_peer)) if best_peer else ""}
     if bc.decode:
         line["weight BW % copy"] = 100 * weight_bytes / (ours / 1e3) / (ceilings.hbm_tbs * 1e12)
     if bc.dense_size and dtype_name in dense:
         line["% dense"] = 100 * (flops / ours / 1e9) / dense[dtype_name]
     if "ckgemm list" in timings:
-        line["list ms"] = timings["ckgemm list"].median_ms
+        line["list ms"] = timings["ckgemm list"]
     if graph:
         peers_g = {k: v for k, v in graph.items() if k != "ckgemm packed"}
         best_g = min(peers_g, key=peers_g.get) if peers_g else None
@@ -163,7 +150,7 @@ def dense_tflops(device, size: int) -> dict:
 
 
 def main() -> int:
-    parser = common.parser(__doc__, iters=30, warmup=5)
+    parser = common.parser(__doc__, iters=30, warmup=None)
     parser.add_argument("--dtype", default="bf16,fp16,fp8,int8")
     parser.add_argument("--graph", action="store_true", help="also time CUDA-graph replays (no host overhead)")
     parser.add_argument("--only-ours", action="store_true", help="skip the peers (tuning runs)")

@@ -201,21 +201,6 @@ def benchmark_module(monkeypatch):
     sys.modules.update(saved)
 
 
-def test_bench_grouped_gemm_times_every_contestant_there_and_back(benchmark_module):
-    """The benchmark's peers are interleaved with ckgemm (A B ... B A), not timed after it."""
-    bench_grouped_gemm = benchmark_module("bench_grouped_gemm")
-
-    order = []
-    fns = {name: (lambda name=name, ms=ms: (order.append(name), _sleeper(ms)())) for name, ms in
-           (("ckgemm packed", 2.0), ("peer", 6.0))}
-    results, spread = bench_grouped_gemm.interleaved(fns, 4, warmup=0, device="cpu")
-    passes = [order[i] for i in range(0, len(order), 2)]
-    assert passes == ["ckgemm packed", "peer", "peer", "ckgemm packed"]
-    assert all(len(r.times_ms) == 4 for r in results.values()) and set(spread) == set(fns)
-    assert results["ckgemm packed"].median_ms < results["peer"].median_ms
-    assert all(s >= 0 for s in spread.values())
-
-
 @pytest.mark.parametrize("scaled", [False, True])
 def test_the_benchmarks_output_check_fails_on_any_wrong_group(benchmark_module, scaled):
     """The output check bench_grouped_gemm, bench_tiles and bench_swapab run before they time anything (against
@@ -301,10 +286,11 @@ def test_bench_on_a_gpu_device_without_one_is_an_error():
         bench(lambda: None, device="cuda")
 
 
-def test_bench_grouped_gemm_pairs_its_graph_ratio_per_round(benchmark_module, monkeypatch):
-    """With --graph the replays are timed round-robin (ckgemm.testing.rounds): the line's graph ratio is the
-    median of the best peer's time over ours per round, with its p10-p90 beside it. Run on the CPU with the
-    reference backend, round_robin (GPU only) replaced by the same loop over plain calls."""
+def test_bench_grouped_gemm_pairs_its_ratios_per_round(benchmark_module, monkeypatch):
+    """Eager calls (each after a device synchronisation with --sync: end to end) and, with --graph, graph
+    replays are timed round-robin (ckgemm.testing.rounds): each ratio is the median of the best peer's time over
+    ours per round, with its p10-p90 beside it. Run on the CPU with the reference backend, round_robin (GPU only)
+    replaced by the same loop over plain calls."""
     import argparse
 
     from ckgemm.testing import Report, shapes
@@ -313,29 +299,37 @@ def test_bench_grouped_gemm_pairs_its_graph_ratio_per_round(benchmark_module, mo
 
     bench_grouped_gemm = benchmark_module("bench_grouped_gemm")
     cases = benchmark_module("cases")
-    seen = {}
+    seen = []
 
-    def fake_round_robin(fns, *, reference, rounds, device):  # every peer takes twice ours, every round
-        seen.update(labels=list(fns), reference=reference, rounds=rounds)
+    def fake_round_robin(fns, *, reference, rounds, device, graph=True, sync=False):
+        seen.append(dict(labels=list(fns), reference=reference, rounds=rounds, graph=graph, sync=sync))
         for fn in fns.values():
             fn()
         ours = [1.0 + r for r in range(rounds)]
-        return RoundRobinResult({label: ours if label == reference else [2 * t for t in ours] for label in fns},
+        slower = 2 if graph else 3  # every peer takes twice ours in graph replay, three times eagerly
+        return RoundRobinResult({label: ours if label == reference else [slower * t for t in ours] for label in fns},
                                 reference)
 
     monkeypatch.setattr(bench_grouped_gemm, "round_robin", fake_round_robin)
     bc = cases.BenchCase("small", shapes.uniform(2, 24, 32, 64, "test"))
-    args = argparse.Namespace(seed=0, iters=4, warmup=0, sync=False, graph=True, only_ours=False)
+    args = argparse.Namespace(seed=0, iters=4, warmup=None, sync=True, graph=True, only_ours=False)
     ceilings = Ceilings("cpu", {"bf16": 1.0}, 1.0, "test")
     report = Report("t")
     line = bench_grouped_gemm.run_case(bc, "bf16", torch.bfloat16, "cpu", args, report, ceilings, {})
-    assert seen["reference"] == "ckgemm packed" and seen["rounds"] == 4 and seen["labels"][0] == "ckgemm packed"
-    assert line["graph ms"] == 2.5  # the median of ours, 1.0 .. 4.0
-    assert "matmul loop" in seen["labels"], seen  # the torch.matmul loop, a capturable peer on any device
-    assert line["graph ratio"] == 2.0 and line["graph p10-p90"] == "2.000-2.000"  # the peer's time over ours
+    eager, graph = seen
+    assert (eager["graph"], eager["sync"], graph["graph"]) == (False, True, True), seen
+    assert all(s["reference"] == "ckgemm packed" and s["rounds"] == 4 and s["labels"][0] == "ckgemm packed"
+               for s in seen)
+    assert "matmul loop" in graph["labels"], seen  # the torch.matmul loop, a capturable peer on any device
+    assert "ckgemm list" in eager["labels"] and "ckgemm list" not in graph["labels"]  # the list form: eager only
+    assert line["ckgemm ms"] == 2.5 and line["graph ms"] == 2.5  # the median of ours, 1.0 .. 4.0
+    assert line["ratio"] == 3.0 and line["p10-p90"] == "3.000-3.000"  # the peer's time over ours, eagerly
+    assert line["graph ratio"] == 2.0 and line["graph p10-p90"] == "2.000-2.000"
     rows = {r["op"]: r for r in report.rows}
-    assert rows["matmul loop"]["graph_vs_ours"] == 2.0 and rows["matmul loop"]["graph_vs_ours_p10_p90"] == "2.000-2.000"
-    assert rows["ckgemm packed"]["graph_vs_ours"] == 1.0
+    assert rows["matmul loop"]["vs_ours"] == 3.0 and rows["matmul loop"]["graph_vs_ours"] == 2.0
+    assert rows["matmul loop"]["graph_vs_ours_p10_p90"] == "2.000-2.000"
+    assert rows["ckgemm packed"]["vs_best_peer"] == 3.0 and rows["ckgemm packed"]["graph_vs_ours"] == 1.0
+    assert rows["ckgemm packed"]["median_ms"] == 2.5 and rows["ckgemm packed"]["runs_ms"] == [1.0, 2.0, 3.0, 4.0]
 
 
 def test_forced_instance_sets_ckgemm_config_only_inside_the_block(benchmark_module, monkeypatch):

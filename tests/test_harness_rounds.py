@@ -1,4 +1,6 @@
-"""ckgemm.testing.rounds: the round-robin order, the per-round ratios, and the refusals (CPU); one GPU run."""
+"""ckgemm.testing.rounds: the round-robin order, the per-round ratios, and the refusals (CPU); two GPU runs (graph
+replay, and plain calls end to end)."""
+import time
 from collections import Counter
 
 import pytest
@@ -77,3 +79,19 @@ def test_round_robin_times_each_variant_every_round():
                          reference="one", rounds=8, warmup_ms=20)
     assert all(len(t) == 8 and min(t) > 0 for t in result.times.values())
     assert 2.5 < result.ratio("four") < 5.5  # four matmuls take about four times one
+
+
+@pytest.mark.gpu
+def test_round_robin_times_plain_calls_end_to_end_with_sync():
+    """graph=False calls the functions as they are; with sync each starts on an idle GPU, so a host-side delay
+    before its kernel is inside its window. Under graph replay only the captured kernel is."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    x = torch.randn(1024, 1024, device="cuda")
+    out = torch.empty_like(x)
+    fns = {"mm": lambda: torch.mm(x, x, out=out),
+           "late mm": lambda: (time.sleep(0.003), torch.mm(x, x, out=out))}
+    synced = round_robin(fns, reference="mm", rounds=6, warmup_ms=10, graph=False, sync=True)
+    assert min(synced.times["late mm"]) >= 3.0 > max(synced.times["mm"]), synced.times
+    replayed = round_robin(fns, reference="mm", rounds=6, warmup_ms=10)
+    assert max(replayed.times["late mm"]) < 3.0, replayed.times  # the sleep ran once, at capture

@@ -12,7 +12,10 @@ same round has a far smaller spread than either time alone; the median of those 
     result.ratio_range("peer")                       # (p10, p90) of the per-round ratios
 
 Each function is captured in a CUDA/HIP graph (``bench.capture_graph``); before every timed replay a
-``device_info.flush_bytes`` buffer is zeroed outside the timed window, as ``bench`` does by default.
+``device_info.flush_bytes`` buffer is zeroed outside the timed window, as ``bench`` does by default. With
+``graph=False`` the functions are called as they are (host overhead included where it shows), and with
+``sync=True`` each timed call starts after a device synchronisation, so the GPU is idle when it starts and the
+whole call, host side included, is inside its window: end to end, as ``bench(sync=True)``.
 """
 from __future__ import annotations
 
@@ -84,28 +87,30 @@ class RoundRobinResult:
 
 
 def round_robin(fns: dict, *, reference: str, rounds: int = 24, warmup_ms: float = 100.0, flush: bool = True,
-                device=None) -> RoundRobinResult:
-    """Time each of ``fns`` (label: callable) once per round for ``rounds`` rounds under graph replay, in
-    ``round_orders``' order, after each is replayed once and then all in turn for about ``warmup_ms`` more."""
+                graph: bool = True, sync: bool = False, device=None) -> RoundRobinResult:
+    """Time each of ``fns`` (label: callable) once per round for ``rounds`` rounds under graph replay (``graph``;
+    else plain calls), in ``round_orders``' order, after each is run once and then all in turn for about
+    ``warmup_ms`` more; ``sync``: each timed call after a device synchronisation (end to end)."""
     labels = list(fns)
     if reference not in fns:
         raise ValueError(f"round_robin: reference {reference!r} is not one of {labels}")
     device = torch.device(device) if device is not None else device_info.default_device()
     if not device_info.is_gpu(device):
-        raise ValueError("round_robin: graph replay needs a GPU")
+        raise ValueError("round_robin: needs a GPU (CUDA events; graph replay by default)")
     with torch.cuda.device(device):
-        graphs = {label: capture_graph(fn) for label, fn in fns.items()}
+        calls = {label: capture_graph(fn).replay if graph else fn for label, fn in fns.items()}
         buffer = torch.empty(device_info.flush_bytes(device) // 4, dtype=torch.int32, device=device) if flush else None
-        replays = [graph.replay for graph in graphs.values()]
-        _warm_up(replays, buffer, len(replays), warmup_ms)  # bench's warm-up, taking the graphs in turn
+        _warm_up(list(calls.values()), buffer, len(calls), warmup_ms)  # bench's warm-up, taking them in turn
         events = {label: [] for label in labels}
         for order in round_orders(labels, rounds):
             for label in order:
                 if buffer is not None:
                     buffer.zero_()  # enqueued before the start event: never inside the timed window
+                if sync:
+                    torch.cuda.synchronize(device)
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record()
-                graphs[label].replay()
+                calls[label]()
                 end.record()
                 events[label].append((start, end))
         torch.cuda.synchronize(device)
