@@ -17,6 +17,7 @@ import torch
 
 import ckgemm
 from gpu_support import MARKS, NATIVE, check_packed, packed_call, ran_paths, replay_with_new_sizes
+from support import generator, poison, rand_tensor
 
 pytestmark = MARKS + [pytest.mark.skipif(NATIVE != "cutlass", reason="ckgemm's own kernel is CUDA (sm_90a)")]
 
@@ -110,3 +111,24 @@ def test_units_drawn_in_turn_and_by_stride_give_the_same_bits(tmp_path):
     assert len(drawn) == len(strided) == 2 * len(TILES) * len(CASES)
     for i, (x, y) in enumerate(zip(drawn, strided)):
         assert not x.isnan().any() and torch.equal(x, y), (i, (x.float() - y.float()).abs().max())
+
+
+@pytest.mark.parametrize("tile", TILES, ids=[f"n{t}" for t in TILES])
+def test_own_16bit_kernel_reads_and_writes_strided_views(tile):
+    """A, B and C as views of wider buffers (lda, ldb, B's group stride and ldc past K and N; TMA strides in
+    bytes): the reference's numbers, and the buffers' padding left untouched. (Added after the session's last
+    GPU run; first run in the next GPU suite.)"""
+    sizes, n, k, pad = [0, 129, 300, 64], 448, 200, 8
+    gen = generator(f"own16-strided-{tile}")
+    wide_a = rand_tensor((sum(sizes), k + pad), torch.bfloat16, gen, "cuda")
+    wide_b = rand_tensor((len(sizes), n, k + pad), torch.bfloat16, gen, "cuda")
+    wide_c = poison((sum(sizes), n + pad), torch.bfloat16, "cuda")
+    a, b, out = wide_a[:, :k], wide_b[:, :, :k], wide_c[:, :n]
+    os.environ["CKGEMM_CONFIG"] = TILES[tile]
+    try:
+        ckgemm.grouped_gemm_packed(a, b, torch.tensor(sizes, device="cuda"), out=out)
+    finally:
+        os.environ.pop("CKGEMM_CONFIG", None)
+    assert _paths() == {f"cutlass:{TILES[tile]}"}, ckgemm.last_dispatch()
+    check_packed(out, a, b, sizes, torch.bfloat16, k, f"own strided {tile}")
+    assert wide_c[:, n:].isnan().all(), "wrote into C's padding"

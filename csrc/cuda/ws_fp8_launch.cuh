@@ -130,7 +130,7 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
   }
   const size_t needed = workspace_bytes<R, I>(c, feed);
   if (needed > 0 && (workspace_size < needed || reinterpret_cast<uintptr_t>(workspace) % 16 != 0)) {
-    *why = "workspace too small or not 16-byte aligned for the block scales' MN-major copy";
+    *why = "workspace too small or not 16-byte aligned (the block scales' MN-major copy, or a 16-bit call's unit counter)";
     return cudaErrorInvalidValue;
   }
   Params p{};

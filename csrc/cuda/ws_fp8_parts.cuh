@@ -103,7 +103,7 @@ __device__ __forceinline__ void k_loop16(S& s, float* acc, uint32_t a_lo0, uint3
     cute::warpgroup_wait<1>();
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) cute::warpgroup_fence_operand(acc[i]);
-    if (held >= 0 && lane < 2) Barrier::arrive(&s.empty[held], lane, 1);  // lane 0 here, lane 1 the other CTA
+    if (held >= 0 && lane < 2) Barrier::arrive(&s.empty[held], lane, 1);  // lane r: cluster rank r's barrier
     held = stage;
     if (++stage == kStages) { stage = 0; phase ^= 1; }
   }
