@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "ws_fp8.cuh"
 #include "ws_fp8_rules.h"
@@ -111,13 +112,15 @@ inline cudaLaunchConfig_t pair_config(int grid, int threads, size_t smem, cudaSt
   return config;
 }
 
-// The kernel's dynamic shared memory limit, raised once per instantiation.
+// An instantiation of the kernel, with its dynamic shared memory limit raised (once per instantiation) and the
+// error of that.
+using KernelFn = void (*)(Params);
 template <int BN, bool McastB, Recipe R, class Out, int Feed, In I, bool Dyn>
-cudaError_t smem_raised() {
-  static const cudaError_t raised = cudaFuncSetAttribute(grouped_fp8_kernel<BN, McastB, R, Out, Feed, I, Dyn>,
-                                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+std::pair<KernelFn, cudaError_t> kernel_ready() {
+  constexpr KernelFn kernel = grouped_fp8_kernel<BN, McastB, R, Out, Feed, I, Dyn>;
+  static const cudaError_t raised = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                          static_cast<int>(sizeof(Smem<BN, McastB>)));
-  return raised;
+  return {kernel, raised};
 }
 
 // I: the operands' element (the kernel reads them as bytes: K, lda, ldb and B's group stride are scaled to bytes).
@@ -159,26 +162,15 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
   p.sb = c.sb;
   p.sb_stride = c.sb_group_stride;
   // 16-bit calls draw their units (ws_units.cuh); fp8 ones take every clusters-th (only that is instantiated).
+  // Only block-scaled calls have a second feed (the other recipes instantiate kFeedWarp's kernel alone). A 16-bit
+  // call's other variant is the static one, kept for CKGEMM_WS_UNITS=static.
   constexpr bool kDyn = I != In::E4M3 && !McastB;
   const bool dynamic = kDyn && dynamic_units();
-  if (dynamic) {  // the units drawn so far: none
-    p.counter = static_cast<int*>(workspace);
-    const cudaError_t e = cudaMemsetAsync(p.counter, 0, sizeof(int), stream);
-    if (e != cudaSuccess) {
-      *why = std::string("unit counter: ") + cudaGetErrorString(e);
-      return e;
-    }
-  }
-  // Only block-scaled calls have a second feed (the other recipes instantiate kFeedWarp's kernel alone).
   constexpr int kTmaFeed = R == Recipe::Block ? kFeedTma : kFeedWarp;
   const bool tma_feed = R == Recipe::Block && feed == kFeedTma;
-  // (A 16-bit call's other variant is the static one, kept for CKGEMM_WS_UNITS=static.)
-  auto kernel = tma_feed ? grouped_fp8_kernel<BN, McastB, R, Out, kTmaFeed, I>
-                : dynamic ? grouped_fp8_kernel<BN, McastB, R, Out, kFeedWarp, I, kDyn>
-                          : grouped_fp8_kernel<BN, McastB, R, Out, kFeedWarp, I>;
-  const cudaError_t raised = tma_feed  ? smem_raised<BN, McastB, R, Out, kTmaFeed, I, false>()
-                             : dynamic ? smem_raised<BN, McastB, R, Out, kFeedWarp, I, kDyn>()
-                                       : smem_raised<BN, McastB, R, Out, kFeedWarp, I, false>();
+  const auto [kernel, raised] = tma_feed  ? kernel_ready<BN, McastB, R, Out, kTmaFeed, I, false>()
+                                : dynamic ? kernel_ready<BN, McastB, R, Out, kFeedWarp, I, kDyn>()
+                                          : kernel_ready<BN, McastB, R, Out, kFeedWarp, I, false>();
   if (raised != cudaSuccess) {
     *why = std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(raised);
     return raised;
@@ -203,6 +195,14 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
     p.sa = sa_mn;
     p.sa_stride = 1;
     p.sa_kb_stride = ld;
+  }
+  if (dynamic) {  // the units drawn so far: none
+    p.counter = static_cast<int*>(workspace);
+    const cudaError_t e = cudaMemsetAsync(p.counter, 0, sizeof(int), stream);
+    if (e != cudaSuccess) {
+      *why = std::string("unit counter: ") + cudaGetErrorString(e);
+      return e;
+    }
   }
   const cudaError_t e = cudaLaunchKernelEx(&config, kernel, p);
   if (e != cudaSuccess) *why = std::string("launch: ") + cudaGetErrorString(e);

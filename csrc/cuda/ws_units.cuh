@@ -14,6 +14,9 @@
 
 #include <cstdint>
 
+#include "cute/arch/cluster_sm90.hpp"
+#include "cutlass/arch/barrier.h"
+
 namespace ckgemm::ws {
 
 constexpr int kUnitSlots = 4;
@@ -24,19 +27,19 @@ struct UnitRing {
   uint64_t full[kUnitSlots], empty[kUnitSlots];
 };
 
+// p's shared-memory address in cluster rank `cta`'s CTA.
 __device__ __forceinline__ uint32_t peer_u32(const void* p, int cta) {
-  uint32_t remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
-               : "=r"(remote) : "r"(static_cast<uint32_t>(__cvta_generic_to_shared(p))), "r"(cta));
-  return remote;
+  return cute::set_block_rank(cute::cast_smem_ptr_to_uint(p), cta);
 }
 
+// CUTLASS's ClusterBarrier arrives and waits at its default scope (CTA); the ring's value crosses CTAs, so its
+// arrivals release and its waits acquire at cluster scope.
 __device__ __forceinline__ void arrive_release_cluster(uint64_t* bar, int cta) {
   asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" :: "r"(peer_u32(bar, cta)) : "memory");
 }
 
 __device__ __forceinline__ void wait_acquire_cluster(uint64_t* bar, uint32_t parity) {
-  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(bar));
+  const uint32_t addr = cute::cast_smem_ptr_to_uint(bar);
   uint32_t done = 0;
   while (!done)
     asm volatile("{\n\t.reg .pred p;\n\t"
@@ -47,9 +50,8 @@ __device__ __forceinline__ void wait_acquire_cluster(uint64_t* bar, uint32_t par
 // Both CTAs' barriers of the ring (thread 0 of each CTA, before the cluster's first barrier).
 __device__ __forceinline__ void init_units(UnitRing& r) {
   for (int i = 0; i < kUnitSlots; ++i) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(static_cast<uint32_t>(__cvta_generic_to_shared(&r.full[i]))));
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(static_cast<uint32_t>(__cvta_generic_to_shared(&r.empty[i]))),
-                 "r"(kUnitReaders));
+    cutlass::arch::ClusterBarrier::init(&r.full[i], 1);
+    cutlass::arch::ClusterBarrier::init(&r.empty[i], kUnitReaders);
   }
 }
 
