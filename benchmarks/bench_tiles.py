@@ -40,10 +40,10 @@ CASES = {  # name: (experts, tokens, N, K)
     "Mixtral prefill": (8, 16384, 14336, 4096),
     "128 experts": (128, 32768, 1536, 2048),
     "gpt-oss": (32, 16384, 5760, 2880),
-    "gpt-oss down": (32, 16384, 2880, 2880),  # N 2880: the 128x192 rule's other N (not yet run on a GPU)
-    # long K (not yet run on a GPU): is 256x128 the better 16-bit tile there, as on DeepSeek-V3 prefill
-    # (docs/PERF_2026-12-06c.md)? DeepSeek-V3's experts at half the tokens, Llama-4 Scout's down projection
-    # (hidden 5120, expert width 8192, 16 experts), Mixtral 8x22B's fused gate/up (hidden 6144)
+    "gpt-oss down": (32, 16384, 2880, 2880),  # N 2880: both widths' 1x2 pairs pad it alike (docs/PERF_2026-12-06d.md)
+    # long K: DeepSeek-V3's experts at half the tokens (512 rows a group, docs/PERF_2026-12-06d.md); not yet run on
+    # a GPU: Llama-4 Scout's down projection (hidden 5120, expert width 8192, 16 experts), Mixtral 8x22B's fused
+    # gate/up (hidden 6144)
     "DeepSeek-V3 16k tokens": (32, 16384, 4096, 7168),
     "Llama-4 down": (16, 16384, 5120, 8192),
     "Mixtral 8x22B prefill": (8, 16384, 32768, 6144),
