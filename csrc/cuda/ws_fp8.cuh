@@ -52,7 +52,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
   using Cfg = Config<BN, McastB>;
   static_assert(Feed == kFeedWarp || Feed == kFeedTma, "scale feed: kFeedWarp or kFeedTma");
   static_assert(I == In::E4M3 || R == Recipe::None, "16-bit operands: unscaled only");
-  static_assert(!Dyn || (R == Recipe::None && !McastB), "dynamic units (ws_units.cuh): unscaled A-multicast pairs");
+  static_assert(!Dyn || R == Recipe::None, "dynamic units (ws_units.cuh): unscaled calls");
   constexpr bool kScaleWarp = R == Recipe::Block && Feed == kFeedWarp;
   constexpr bool kScaleTma = R == Recipe::Block && Feed == kFeedTma;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;

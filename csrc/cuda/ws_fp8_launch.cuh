@@ -164,7 +164,7 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
   // 16-bit calls draw their units (ws_units.cuh); fp8 ones take every clusters-th (only that is instantiated).
   // Only block-scaled calls have a second feed (the other recipes instantiate kFeedWarp's kernel alone). A 16-bit
   // call's other variant is the static one, kept for CKGEMM_WS_UNITS=static.
-  constexpr bool kDyn = I != In::E4M3 && !McastB;
+  constexpr bool kDyn = I != In::E4M3;
   const bool dynamic = kDyn && dynamic_units();
   constexpr int kTmaFeed = R == Recipe::Block ? kFeedTma : kFeedWarp;
   const bool tma_feed = R == Recipe::Block && feed == kFeedTma;
