@@ -5,7 +5,8 @@
 // B (58.7 MB at N 4096, K 7168 in bf16) no longer stays in L2 between its readers: 17% slower than CUTLASS on
 // DeepSeek-V3 prefill, H100, docs/PERF_2026-12-06d.md. Taken in order, the units in flight stay a contiguous run.
 //
-// Cluster rank 0's TMA thread draws each unit and publishes it to both CTAs through a ring of kUnitSlots slots:
+// Cluster rank 0's TMA thread draws each unit (a unit ahead) and publishes it to both CTAs through a ring of
+// kUnitSlots slots:
 // the value into each CTA's slot, then an arrival on each CTA's full barrier (release, cluster scope). Its
 // readers (rank 1's TMA thread and every consumer warp of both CTAs) wait for it with acquire at cluster
 // scope, and one lane of each arrives on rank 0's empty barrier of the slot once read. The last draw, at or past the
@@ -54,11 +55,16 @@ __device__ __forceinline__ void init_units(UnitRing& r) {
   }
 }
 
-// Rank 0's TMA thread: draw the step-th unit and publish it to both CTAs.
-__device__ __forceinline__ int publish_unit(UnitRing& r, int* counter, int step) {
+// Rank 0's TMA thread: the next unit from the counter. The kernel draws a unit's successor once it has issued
+// the unit's first k-block: the atomic's round trip (which the thread waits for: the compiler aggregates atomics
+// over the warp and shuffles the result right away) then falls where the ring of stages is full, rather than
+// between a unit's last load and the next unit's first (docs/PERF_2026-12-06e.md).
+__device__ __forceinline__ int draw_unit(int* counter) { return atomicAdd(counter, 1); }
+
+// Rank 0's TMA thread: publish unit u as the step-th to both CTAs.
+__device__ __forceinline__ int publish_unit(UnitRing& r, int u, int step) {
   const int slot = step % kUnitSlots;
   wait_acquire_cluster(&r.empty[slot], ((step / kUnitSlots) & 1) ^ 1);  // its last value read by every reader
-  const int u = atomicAdd(counter, 1);
   r.unit[slot] = u;
   asm volatile("st.shared::cluster.u32 [%0], %1;" :: "r"(peer_u32(&r.unit[slot], 1)), "r"(u) : "memory");
   arrive_release_cluster(&r.full[slot], 0);
