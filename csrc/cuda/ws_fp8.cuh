@@ -52,7 +52,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
   using Cfg = Config<BN, McastB>;
   static_assert(Feed == kFeedWarp || Feed == kFeedTma, "scale feed: kFeedWarp or kFeedTma");
   static_assert(I == In::E4M3 || R == Recipe::None, "16-bit operands: unscaled only");
-  static_assert(!Dyn || R == Recipe::None, "dynamic units (ws_units.cuh): unscaled calls");
+  static_assert(!Dyn || (R == Recipe::None && !McastB), "dynamic units (ws_units.cuh): unscaled A-multicast pairs");
   constexpr bool kScaleWarp = R == Recipe::Block && Feed == kFeedWarp;
   constexpr bool kScaleTma = R == Recipe::Block && Feed == kFeedTma;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
@@ -83,13 +83,9 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
     if ((warp == 0 && lane == 0) || (kScaleWarp && warp == 1)) {
       int stage = 0, step = 0;
       uint32_t phase = 0;
-      int drawn = -1;  // dynamic units: rank 0's next unit once drawn (after a unit's first k-block: ws_units.cuh)
       auto next = [&](int u) {  // dynamic units: rank 0 draws and publishes them, rank 1 reads them (16-bit only)
         if constexpr (!Dyn) return u + clusters;
-        if (rank != 0) return read_unit(s.units, step++, true, 1u, 0);
-        const int v = publish_unit(s.units, drawn >= 0 ? drawn : draw_unit(p.counter), step++);
-        drawn = -1;
-        return v;
+        else return rank == 0 ? publish_unit(s.units, p.counter, step++) : read_unit(s.units, step++, true, 1u, 0);
       };
       for (int u = Dyn ? next(0) : cluster; u < units; u = next(u)) {
         const Tile t = decode<BN, McastB>(s, p.groups, u, rank);
@@ -109,7 +105,6 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
                        t.row0 + rank * Cfg::kRowsA, 0, false, true);
               tma_load(&p.tma_b, &s.full[stage], s.b[stage], k0, t.n0, t.g, true, false);
             }
-            if constexpr (Dyn) if (rank == 0 && kb == 0) drawn = draw_unit(p.counter);
           } else {
             for (int i = 0; i < kBlockM / 32; ++i) {
               const int r = lane + 32 * i;
