@@ -4,7 +4,7 @@ edges of its warp groups' 64-row halves, empty groups, a partial last k-block, N
 through the scalar store), against CUTLASS's cooperative tile of the same width bit for bit (the same k16
 wgmmas summed in the same order into fp32, rounded once), with its units drawn in turn (the default) and by
 stride (CKGEMM_WS_UNITS=static) to the same bits, under graph replay with new device sizes, and as the op's
-pick for packed calls of 257-2047 rows a group (csrc/cuda/rules.cpp). CUTLASS only."""
+pick for packed calls of more than 256 rows a group (csrc/cuda/rules.cpp; by stride from 2048). CUTLASS only."""
 from __future__ import annotations
 
 import os
@@ -75,12 +75,35 @@ def test_own_16bit_kernel_replays_a_graph_with_new_device_sizes(dtype):
         os.environ.pop("CKGEMM_CONFIG", None)
 
 
-def test_packed_16bit_calls_of_a_few_hundred_rows_a_group_run_it_by_default():
-    sizes = [300, 0, 700, 515, 1, 530]  # 341 rows a group
+@pytest.mark.parametrize("sizes", [[300, 0, 700, 515, 1, 530], [2048, 4100, 0]], ids=["341-rows", "2049-rows"])
+def test_packed_16bit_calls_of_more_than_256_rows_a_group_run_it_by_default(sizes):
+    """341 rows a group on average (units drawn in turn) and 2049 (by stride: ws_fp8_rules.h's units_drawn)."""
     for dtype in DTYPES.values():
         a, b, _, out = packed_call(sizes, 1024, 576, dtype, dtype, f"own16-default-{dtype}")
         assert _paths() == {f"cutlass:{TILES['256']}"}, ckgemm.last_dispatch()
         check_packed(out, a, b, sizes, dtype, 576, f"own {dtype} by default")
+
+
+_BAD_UNITS_RUN = """
+    import torch, ckgemm
+    a = torch.randn(600, 256, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(2, 512, 256, device="cuda", dtype=torch.bfloat16)
+    out = torch.full((600, 512), float("nan"), dtype=torch.bfloat16, device="cuda")
+    try:
+        ckgemm.grouped_gemm_packed(a, b, torch.tensor([300, 300], device="cuda"), out=out)
+    except RuntimeError as exc:
+        torch.cuda.synchronize()
+        print("REFUSED", out.isnan().all().item(), str(exc).splitlines()[0])
+"""
+
+
+def test_an_unknown_units_setting_is_refused():
+    """CKGEMM_WS_UNITS other than auto, dynamic or static: the call that the rule gives the own kernel raises,
+    naming the setting, and writes nothing."""
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(_BAD_UNITS_RUN)], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "CKGEMM_WS_UNITS": "drawn"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.startswith("REFUSED True") and "CKGEMM_WS_UNITS must be auto" in proc.stdout, proc.stdout
 
 
 _UNITS_RUN = """

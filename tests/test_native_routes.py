@@ -119,16 +119,18 @@ def test_16bit_takes_the_192_wide_tile_only_where_its_pairs_pad_n_less(probe):
         assert why == "" and probe.probe_instance_name(routes.instance(code)).decode() == "coop_128x192x64_c1x2"
 
 
-def test_16bit_packed_calls_of_257_to_2047_rows_a_group_take_ckgemm_own_kernel(probe):
-    """ckgemm's own kernel (ws_fp8.cuh, units drawn in turn) for packed 16-bit calls averaging 257-2047 rows a
-    group, at the width CUTLASS's tile would have; CUTLASS's tiles for fewer or more rows a group, for list
-    calls (the own kernel takes only the packed form) and where its TMA cannot read the operands."""
+def test_16bit_packed_calls_of_more_than_256_rows_a_group_take_ckgemm_own_kernel(probe):
+    """ckgemm's own kernel (ws_fp8.cuh; units drawn in turn below 2048 rows a group, by stride from there) for
+    packed 16-bit calls averaging more than 256 rows a group, at the width CUTLASS's tile would have; CUTLASS's
+    tiles for fewer rows a group, for list calls (the own kernel takes only the packed form) and where its TMA
+    cannot read the operands."""
     for dtype, out in ((torch.bfloat16, 1), (torch.float16, 0)):
         for rows_per_group, n, want in ((257, 4096, "ws_128x256x64_c1x2"), (512, 4096, "ws_128x256x64_c1x2"),
                                         (1024, 4096, "ws_128x256x64_c1x2"), (2047, 7168, "ws_128x256x64_c1x2"),
                                         (512, 5760, "ws_128x192x64_c1x2"), (512, 2880, "ws_128x256x64_c1x2"),
-                                        (256, 1536, "coop_128x256x64_c1x2"), (2048, 14336, "coop_128x256x64_c1x2"),
-                                        (4096, 4096, "coop_128x256x64_c1x2"), (256, 5760, "coop_128x192x64_c1x2")):
+                                        (2048, 14336, "ws_128x256x64_c1x2"), (4096, 4096, "ws_128x256x64_c1x2"),
+                                        (8192, 5760, "ws_128x192x64_c1x2"),
+                                        (256, 1536, "coop_128x256x64_c1x2"), (256, 5760, "coop_128x192x64_c1x2")):
             got = _route_packed(probe, dtype, out, 0, 32, 32 * rows_per_group, n, 2880)
             assert got == (want, 0, ""), (dtype, rows_per_group, n, got)
         assert _route_packed(probe, dtype, out, 0, 32, 32 * 512, 4096, 2888) == ("ws_128x256x64_c1x2", 0, ""), \

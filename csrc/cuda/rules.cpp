@@ -108,12 +108,14 @@ constexpr int64_t kWideSwapTiles = 128;
 // more than 4% of N less than the 256-wide pairs do (it ran 4-6% slower where neither pads): N 5760 (gpt-oss:
 // 384 columns against none; 128x192 1.057-1.068x the 128x256 in four of five runs, docs/PERF_2026-12-06c.md),
 // not N 2880 (both pad 192: the 128x256 was 1.02-1.06x, docs/PERF_2026-12-06d.md); H100, round-robin timing.
-// ckgemm's own kernel on 16-bit packed calls of 257-2047 rows per group (ws_fp8.cuh, its units drawn in turn:
-// ws_units.cuh) ranks before CUTLASS's tile of the same width: with a group's partial last tile half-skipped it
-// was 1.06-1.08x CUTLASS's 128x256 on DeepSeek-V3 prefill (1024 rows a group, K 7168), 1.01-1.02x at 512 rows,
-// 1.06-1.08x on gpt-oss's down projection, 0.99-1.00x on DeepSeek-V3's (K 2048); at 256 rows a group (128
-// experts) 0.98-0.99x and at 2048-4096 (Mixtral, uniform) 0.99-1.00x, so there it ranks after them
-// (docs/PERF_2026-12-06d.md, H100).
+// ckgemm's own kernel on 16-bit packed calls of more than 256 rows per group (ws_fp8.cuh) ranks before CUTLASS's
+// tile of the same width. Below 2048 rows a group its units are drawn in turn (ws_units.cuh): with a group's
+// partial last tile half-skipped it was 1.06-1.08x CUTLASS's 128x256 on DeepSeek-V3 prefill (1024 rows a group,
+// K 7168), 1.01-1.02x at 512 rows, 1.06-1.08x on gpt-oss's down projection, 0.99-1.00x on DeepSeek-V3's (K 2048;
+// docs/PERF_2026-12-06d.md). From 2048 rows (Mixtral, uniform) they are taken by stride (ws_fp8_rules.h's
+// units_drawn): 1.012-1.015x on 8 x 4096^3 in six processes and 1.004-1.007x on Mixtral in one
+// (docs/PERF_2026-12-06e.md, PERF_2026-12-06d.md). At 256 rows a group (128 experts) it ran 0.98-0.99x, so there it ranks after them
+// (H100 throughout).
 // ckgemm's own fp8 kernel (table order: before CUTLASS's tiles of its kind) ranks as a 128x192 tile does: on
 // the packed calls it takes, unscaled it was 6-21% faster than CUTLASS's 128x192 at the same output
 // (docs/PERF_2026-12-02.md); block-scaled, 0.99-1.11x CUTLASS's blockwise 128x128 (docs/PERF_2026-12-03d.md).
@@ -124,7 +126,7 @@ constexpr int64_t kWideSwapTiles = 128;
 int64_t padding(int64_t n, int64_t width) { return (n + width - 1) / width * width - n; }
 bool pads_over_5pct(int64_t n, int64_t width) { return padding(n, width) * 20 > n; }
 bool narrow_16bit_fits(int64_t n) { return (padding(n, 512) - padding(n, 384)) * 25 > n; }
-bool own_16bit_fits(int64_t m) { return m > 256 && m < 2048; }
+bool own_16bit_fits(int64_t m) { return m > 256; }
 
 int rank_for(const Spec& s, int64_t m, int64_t n, int64_t groups) {
   const bool wide16 = element_bytes(s.kind.dtype) == 2;

@@ -1,7 +1,7 @@
 // ckgemm's own grouped GEMM mainloop for SM90 (packed MoE form, RC: A [rows, K], B [G, N, K]), fp8 and, unscaled,
 // bf16/fp16, built from CuTe's wgmma/TMA atoms rather than a CUTLASS collective, so the tile and the promotion
 // are ours. The op routes unscaled fp8 packed calls to its 128x192 A-multicast form, block-scaled ones to its
-// 128x256 or 128x192 A-multicast form, and 16-bit packed calls of 257-2047 rows a group to its 128x256 or
+// 128x256 or 128x192 A-multicast form, and 16-bit packed calls of more than 256 rows a group to its 128x256 or
 // 128x192 16-bit form (ws_instance.cuh, rules.cpp);
 // every recipe and variant is checked and timed by benchmarks/native/bench_ws_fp8.py (docs/PERF_2026-12-02.md;
 // its row recipe in the op trailed CUTLASS's on short K and many groups, docs/PERF_2026-12-03e.md).
@@ -22,7 +22,8 @@
 //     sum in shared memory at the start of each CTA): no argument-building launch, no host sync,
 //     graph-capturable with new sizes; a group's tiles are taken M-fastest so CTAs in flight share B in L2.
 //     fp8 clusters take every clusters-th unit; 16-bit ones draw theirs in turn from a counter (Dyn,
-//     ws_units.cuh), which keeps the units in flight a contiguous run where tiles take unequal times;
+//     ws_units.cuh), which keeps the units in flight a contiguous run where tiles take unequal times, unless
+//     their groups average 2048 rows or more (ws_fp8_rules.h's units_drawn);
 //   - a consumer warp group with no rows of its group in the tile (or a pair's tile past N) skips the
 //     wgmmas and the store and only keeps the ring in step;
 //   - the epilogue stores from registers: a whole tile without per-element bounds and, where C's rows are

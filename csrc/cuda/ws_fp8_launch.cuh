@@ -54,15 +54,17 @@ inline int block_feed() {
   return feed;
 }
 
-// How a 16-bit call's clusters take their units (ws_units.cuh): drawn in turn from a counter (the default), or
-// CKGEMM_WS_UNITS=static, every clusters-th unit as the fp8 form does (kept to measure the two against each
-// other), read once.
-inline bool dynamic_units() {
-  static const bool dynamic = [] {
+// CKGEMM_WS_UNITS, how a 16-bit call's clusters take their units (ws_fp8_rules.h's units_drawn): unset or "auto"
+// (by the call's rows a group), "dynamic" (drawn in turn) or "static" (every clusters-th), read once; any other
+// value is refused at the first 16-bit call (-1 here).
+inline int units_mode() {
+  static const int mode = [] {
     const char* e = std::getenv("CKGEMM_WS_UNITS");
-    return e == nullptr || std::string(e) != "static";
+    if (e == nullptr || e[0] == 0) return kUnitsAuto;
+    const std::string v(e);
+    return v == "auto" ? kUnitsAuto : v == "dynamic" ? kUnitsDrawn : v == "static" ? kUnitsStride : -1;
   }();
-  return dynamic;
+  return mode;
 }
 
 // Device workspace a call needs: kFeedTma's MN-major copy of A's block scales (ws_fp8_scales.cuh), the unit
@@ -131,6 +133,10 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
     *why = "CKGEMM_WS_SCALES must be 0 (a producer warp copies the block scales) or 2 (DeepGEMM's feed)";
     return cudaErrorInvalidValue;
   }
+  if (I != In::E4M3 && units_mode() < 0) {
+    *why = "CKGEMM_WS_UNITS must be auto (the default), dynamic or static";
+    return cudaErrorInvalidValue;
+  }
   const size_t needed = workspace_bytes<R, I>(c, feed);
   if (needed > 0 && (workspace_size < needed || reinterpret_cast<uintptr_t>(workspace) % 16 != 0)) {
     *why = "workspace too small or not 16-byte aligned (the block scales' MN-major copy, or a 16-bit call's unit counter)";
@@ -161,11 +167,11 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
   p.sa_kb_stride = 1;
   p.sb = c.sb;
   p.sb_stride = c.sb_group_stride;
-  // 16-bit calls draw their units (ws_units.cuh); fp8 ones take every clusters-th (only that is instantiated).
-  // Only block-scaled calls have a second feed (the other recipes instantiate kFeedWarp's kernel alone). A 16-bit
-  // call's other variant is the static one, kept for CKGEMM_WS_UNITS=static.
+  // 16-bit calls draw their units (ws_units.cuh) or take every clusters-th (ws_fp8_rules.h's units_drawn); fp8
+  // ones take every clusters-th (only that is instantiated). Only block-scaled calls have a second feed (the
+  // other recipes instantiate kFeedWarp's kernel alone).
   constexpr bool kDyn = I != In::E4M3;
-  const bool dynamic = kDyn && dynamic_units();
+  const bool dynamic = kDyn && units_drawn(units_mode(), c.rows, c.groups);
   constexpr int kTmaFeed = R == Recipe::Block ? kFeedTma : kFeedWarp;
   const bool tma_feed = R == Recipe::Block && feed == kFeedTma;
   const auto [kernel, raised] = tma_feed  ? kernel_ready<BN, McastB, R, Out, kTmaFeed, I, false>()

@@ -4,6 +4,7 @@
 // taken exactly once across all units and both CTAs of a cluster;
 // the two CTAs of a unit share the operand they multicast (A: the same rows; B: the same group and columns);
 // rank 0's tile is always real, so a dummy is only ever a pair's overhang; rows map to the group's rows of A.
+// Also the rule that picks how a 16-bit call's clusters take their units (ws_fp8_rules.h's units_drawn).
 #include <cstdio>
 #include <map>
 #include <random>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "check.h"
+#include "cuda/ws_fp8_rules.h"
 #include "cuda/ws_fp8_schedule.h"
 
 using namespace ckgemm::ws;
@@ -78,6 +80,15 @@ int main() {
   CHECK_EQ(group_of(unit_start, 4, 2), 1);
   CHECK_EQ(group_of(unit_start, 4, 3), 3);
   CHECK_EQ(group_of(unit_start, 4, 4), 3);
+  // How a 16-bit call's clusters take their units (ws_fp8_rules.h): drawn below 2048 rows a group on average,
+  // by stride from there, unless CKGEMM_WS_UNITS forces either.
+  CHECK(units_drawn(kUnitsAuto, 32 * 1024, 32));      // DeepSeek-V3 prefill
+  CHECK(units_drawn(kUnitsAuto, 8 * 2048 - 1, 8));
+  CHECK(!units_drawn(kUnitsAuto, 8 * 2048, 8));       // Mixtral prefill
+  CHECK(!units_drawn(kUnitsAuto, 8 * 4096, 8));       // uniform 8 x 4096
+  CHECK(units_drawn(kUnitsDrawn, 8 * 4096, 8));
+  CHECK(!units_drawn(kUnitsStride, 32 * 1024, 32));
+  CHECK(!units_drawn(kUnitsAuto, int64_t{1} << 40, 1));  // no overflow on large row counts
   std::printf("test_ws_schedule: %d checks, %d failures\n", host_test::checks(), host_test::failures());
   return host_test::failures() == 0 ? 0 : 1;
 }
