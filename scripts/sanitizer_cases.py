@@ -51,13 +51,13 @@ def run_instance(info, dev) -> None:
                                             "scale_a": torch.cat(kwargs["scale_a"]),
                                             "scale_b": torch.stack(kwargs["scale_b"]), "out_dtype": out}))
     check(packed, torch.cat(exact), rtol=0.0, atol=0.0, name=f"{info['name']} packed")
-    if info["packed_only"] and info["dtype"] in (0, 1):  # the 16-bit own kernel draws its units (ws_units.cuh):
-        run_one_cluster(info, dtype, dev)  # one cluster takes them all, its ring of unit slots wraps
+    if info["packed_only"] and info["dtype"] in (0, 1):  # the 16-bit own kernel on one cluster: it draws its
+        run_one_cluster(info, dtype, dev, [300, 0, 129, 64, 200])  # units (ws_units.cuh), its ring of slots wraps,
+        run_one_cluster(info, dtype, dev, [2100, 2000])  # and, at 2048+ rows a group, takes them by stride
     print(f"ok {label(info)}: {ckgemm.last_dispatch()}")
 
 
-def run_one_cluster(info, dtype, dev) -> None:
-    sizes = [300, 0, 129, 64, 200]
+def run_one_cluster(info, dtype, dev, sizes) -> None:
     a, b = _small((sum(sizes), 136), dtype, dev), _small((len(sizes), 520, 136), dtype, dev)
     before = ckgemm.get_num_sms()
     ckgemm.set_num_sms(2)

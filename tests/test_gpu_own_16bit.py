@@ -2,9 +2,9 @@
 128x192 tiles forced with CKGEMM_CONFIG, checked against the harness reference with NaN-poisoned outputs (tile
 edges of its warp groups' 64-row halves, empty groups, a partial last k-block, N past the last tile pair, odd N
 through the scalar store), against CUTLASS's cooperative tile of the same width bit for bit (the same k16
-wgmmas summed in the same order into fp32, rounded once), with its units drawn in turn (the default) and by
-stride (CKGEMM_WS_UNITS=static) to the same bits, under graph replay with new device sizes, and as the op's
-pick for packed calls of more than 256 rows a group (csrc/cuda/rules.cpp; by stride from 2048). CUTLASS only."""
+wgmmas summed in the same order into fp32, rounded once), with its units drawn in turn (CKGEMM_WS_UNITS=dynamic,
+the default below 2048 rows a group) and by stride (static) to the same bits, under graph replay with new device
+sizes, and as the op's pick for packed calls of more than 256 rows a group (csrc/cuda/rules.cpp). CUTLASS only."""
 from __future__ import annotations
 
 import os
@@ -139,8 +139,7 @@ def test_units_drawn_in_turn_and_by_stride_give_the_same_bits(tmp_path):
 @pytest.mark.parametrize("tile", TILES, ids=[f"n{t}" for t in TILES])
 def test_own_16bit_kernel_reads_and_writes_strided_views(tile):
     """A, B and C as views of wider buffers (lda, ldb, B's group stride and ldc past K and N; TMA strides in
-    bytes): the reference's numbers, and the buffers' padding left untouched. (Added after the session's last
-    GPU run; first run in the next GPU suite.)"""
+    bytes): the reference's numbers, and the buffers' padding left untouched."""
     sizes, n, k, pad = [0, 129, 300, 64], 448, 200, 8
     gen = generator(f"own16-strided-{tile}")
     wide_a = rand_tensor((sum(sizes), k + pad), torch.bfloat16, gen, "cuda")

@@ -110,7 +110,7 @@ constexpr int64_t kWideSwapTiles = 128;
 // not N 2880 (both pad 192: the 128x256 was 1.02-1.06x, docs/PERF_2026-12-06d.md); H100, round-robin timing.
 // ckgemm's own kernel on 16-bit packed calls of more than 256 rows per group (ws_fp8.cuh) ranks before CUTLASS's
 // tile of the same width. Below 2048 rows a group its units are drawn in turn (ws_units.cuh): with a group's
-// partial last tile half-skipped it was 1.06-1.08x CUTLASS's 128x256 on DeepSeek-V3 prefill (1024 rows a group,
+// partial last tile half-skipped it was 1.04-1.08x CUTLASS's 128x256 on DeepSeek-V3 prefill (1024 rows a group,
 // K 7168), 1.01-1.02x at 512 rows, 1.06-1.08x on gpt-oss's down projection, 0.99-1.00x on DeepSeek-V3's (K 2048;
 // docs/PERF_2026-12-06d.md). From 2048 rows (Mixtral, uniform) they are taken by stride (ws_fp8_rules.h's
 // units_drawn): 1.012-1.015x on 8 x 4096^3 in six processes and 1.004-1.007x on Mixtral in one

@@ -23,7 +23,7 @@
 //     graph-capturable with new sizes; a group's tiles are taken M-fastest so CTAs in flight share B in L2.
 //     fp8 clusters take every clusters-th unit; 16-bit ones draw theirs in turn from a counter (Dyn,
 //     ws_units.cuh), which keeps the units in flight a contiguous run where tiles take unequal times, unless
-//     their groups average 2048 rows or more (ws_fp8_rules.h's units_drawn);
+//     their groups average 2048 rows or more or CKGEMM_WS_UNITS says otherwise (ws_fp8_rules.h's units_drawn);
 //   - a consumer warp group with no rows of its group in the tile (or a pair's tile past N) skips the
 //     wgmmas and the store and only keeps the ring in step;
 //   - the epilogue stores from registers: a whole tile without per-element bounds and, where C's rows are

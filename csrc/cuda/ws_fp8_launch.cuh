@@ -56,7 +56,7 @@ inline int block_feed() {
 
 // CKGEMM_WS_UNITS, how a 16-bit call's clusters take their units (ws_fp8_rules.h's units_drawn): unset or "auto"
 // (by the call's rows a group), "dynamic" (drawn in turn) or "static" (every clusters-th), read once; any other
-// value is refused at the first 16-bit call (-1 here).
+// value refuses every 16-bit call routed to the own kernel (-1 here).
 inline int units_mode() {
   static const int mode = [] {
     const char* e = std::getenv("CKGEMM_WS_UNITS");
@@ -170,7 +170,7 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
   // 16-bit calls draw their units (ws_units.cuh) or take every clusters-th (ws_fp8_rules.h's units_drawn); fp8
   // ones take every clusters-th (only that is instantiated). Only block-scaled calls have a second feed (the
   // other recipes instantiate kFeedWarp's kernel alone).
-  constexpr bool kDyn = I != In::E4M3;
+  constexpr bool kDyn = I != In::E4M3 && !McastB;
   const bool dynamic = kDyn && units_drawn(units_mode(), c.rows, c.groups);
   constexpr int kTmaFeed = R == Recipe::Block ? kFeedTma : kFeedWarp;
   const bool tma_feed = R == Recipe::Block && feed == kFeedTma;

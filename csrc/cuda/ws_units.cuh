@@ -1,5 +1,5 @@
 // Dynamic tile units for ckgemm's own grouped kernel (ws_fp8.cuh, its 16-bit form where groups average under 2048
-// rows: ws_fp8_rules.h's units_drawn): the clusters take units in
+// rows, or as CKGEMM_WS_UNITS says: ws_fp8_rules.h's units_drawn): the clusters take units in
 // the order they become free, from a counter in global memory (zeroed by the launch), instead of every
 // clusters-th unit. With a static stride a cluster that drew tiles shorter than the others' (a warp group with
 // none of its group's rows skips its wgmmas) runs ahead of them, the clusters drift apart along K, and a group's
