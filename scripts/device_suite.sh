@@ -11,6 +11,8 @@
 #   host      benchmarks/bench_host.py (end to end vs graph, profiler breakdown, host loop)
 #   repack    benchmarks/bench_repack.py (transpose bandwidth; 8-bit RR per call / prepacked / RC)
 #   tiles     benchmarks/bench_tiles.py (16-bit instances forced one by one beside the peers, round-robin)
+#   units     benchmarks/bench_units.py --units dynamic,static (the own 16-bit kernel's units drawn and by stride,
+#             and the wave tail, on 8 x 4096^3 and 8 x 4224 x 4096^2)
 #   swapab    benchmarks/bench_swapab.py (each 8-bit SwapAB decode tile forced: decode with and without the
 #             L2 flush, and a sweep of group counts against the selection rule's pick)
 # Benchmark stages stop after $STAGE_TIMEOUT seconds (default 600); what they printed stays in their log.
@@ -107,6 +109,8 @@ for stage in "$@"; do
     tiles)
       run tiles timeout "${STAGE_TIMEOUT:-600}" python3 benchmarks/bench_tiles.py --json "$OUT/tiles.json" \
         --markdown "$OUT/tiles.md" ;;
+    units)
+      run units timeout "${STAGE_TIMEOUT:-600}" python3 benchmarks/bench_units.py --units dynamic,static ;;
     swapab)
       run swapab timeout "${STAGE_TIMEOUT:-600}" python3 benchmarks/bench_swapab.py --json "$OUT/swapab.json" \
         --markdown "$OUT/swapab.md" ;;
