@@ -21,7 +21,7 @@ CUDA_DIR = ROOT / "csrc" / "cuda"
 GB_PER_JOB = 4.0
 DTYPE_MACROS = {"fp16": "F16", "bf16": "BF16", "fp8": "FP8", "int8": "I8"}
 # CKGEMM_INSTANCE(key, dtype, out, layout, scaling, schedule, tile_m, tile_n, tile_k, cluster_m, cluster_n)
-_INSTANCE_RE = re.compile(r"^CKGEMM_INSTANCE\((\w+), (\w+), (\w+), (\w+), (\w+), (\w+), (\d+), (\d+), (\d+), (\d+), (\d+)\)",
+_INSTANCE_RE = re.compile(r"^CKGEMM_INSTANCE\((\w+), (\w+), (\w+), (\w+), (\w+), (\w+), (\d+), (\d+), (\d+),",
                           re.MULTILINE)
 _ABI_TO_FILTER = {"F16": "fp16", "BF16": "bf16", "FP8_E4M3": "fp8", "I8": "int8"}
 
@@ -79,11 +79,10 @@ def selected_dtypes() -> set[str]:
 
 
 def instance_table() -> list[dict]:
-    """The rows of csrc/cuda/instances.inc: key, dtype, out, layout, scaling, schedule, tile ("MxNxK") and
-    cluster ("MxN")."""
+    """The rows of csrc/cuda/instances.inc: key, dtype, out, layout, scaling, schedule and tile ("MxNxK")."""
     text = (CUDA_DIR / "instances.inc").read_text()
     fields = ("key", "dtype", "out", "layout", "scaling", "schedule")
-    return [{**dict(zip(fields, m.groups()[:6])), "tile": "x".join(m.groups()[6:9]), "cluster": "x".join(m.groups()[9:])}
+    return [{**dict(zip(fields, m.groups()[:6])), "tile": "x".join(m.groups()[6:])}
             for m in _INSTANCE_RE.finditer(text)]
 
 

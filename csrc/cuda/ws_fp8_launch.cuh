@@ -67,11 +67,18 @@ inline int units_mode() {
   return mode;
 }
 
+// Whether a call's clusters draw their units from a counter (ws_units.cuh): 16-bit A-multicast calls where
+// units_drawn says so (the others take every clusters-th unit; only that form of fp8 is instantiated).
+template <In I, bool McastB>
+bool draws_units(const PackedArgs& c) {
+  return I != In::E4M3 && !McastB && units_drawn(units_mode(), c.rows, c.groups);
+}
+
 // Device workspace a call needs: kFeedTma's MN-major copy of A's block scales (ws_fp8_scales.cuh), the unit
-// counter of a 16-bit call (16 bytes), else none.
-template <Recipe R, In I = In::E4M3>
+// counter of a call that draws its units (16 bytes), else none.
+template <Recipe R, In I = In::E4M3, bool McastB = false>
 size_t workspace_bytes(const PackedArgs& c, int feed) {
-  if (I != In::E4M3) return 16;
+  if (I != In::E4M3) return draws_units<I, McastB>(c) ? 16 : 0;
   if (R != Recipe::Block || feed != kFeedTma) return 0;
   return static_cast<size_t>(mn_major_floats(c.rows, (c.k + kBlockK - 1) / kBlockK)) * sizeof(float);
 }
@@ -137,7 +144,7 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
     *why = "CKGEMM_WS_UNITS must be auto (the default), dynamic or static";
     return cudaErrorInvalidValue;
   }
-  const size_t needed = workspace_bytes<R, I>(c, feed);
+  const size_t needed = workspace_bytes<R, I, McastB>(c, feed);
   if (needed > 0 && (workspace_size < needed || reinterpret_cast<uintptr_t>(workspace) % 16 != 0)) {
     *why = "workspace too small or not 16-byte aligned (the block scales' MN-major copy, or a 16-bit call's unit counter)";
     return cudaErrorInvalidValue;
@@ -167,11 +174,10 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
   p.sa_kb_stride = 1;
   p.sb = c.sb;
   p.sb_stride = c.sb_group_stride;
-  // 16-bit calls draw their units (ws_units.cuh) or take every clusters-th (ws_fp8_rules.h's units_drawn); fp8
-  // ones take every clusters-th (only that is instantiated). Only block-scaled calls have a second feed (the
-  // other recipes instantiate kFeedWarp's kernel alone).
+  // Units drawn or by stride (draws_units). Only block-scaled calls have a second feed (the other recipes
+  // instantiate kFeedWarp's kernel alone).
   constexpr bool kDyn = I != In::E4M3 && !McastB;
-  const bool dynamic = kDyn && units_drawn(units_mode(), c.rows, c.groups);
+  const bool dynamic = draws_units<I, McastB>(c);
   constexpr int kTmaFeed = R == Recipe::Block ? kFeedTma : kFeedWarp;
   const bool tma_feed = R == Recipe::Block && feed == kFeedTma;
   const auto [kernel, raised] = tma_feed  ? kernel_ready<BN, McastB, R, Out, kTmaFeed, I, false>()

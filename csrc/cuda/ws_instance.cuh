@@ -50,7 +50,6 @@ struct WsInstance {
   static constexpr ws::In kIn = Spec::kDType == DType::BF16 ? ws::In::BF16
                                 : Spec::kDType == DType::F16  ? ws::In::F16
                                                               : ws::In::E4M3;
-  static_assert(Spec::kDType == DType::FP8_E4M3 || kRecipe == ws::Recipe::None, "16-bit operands: unscaled only");
   // The kernel's output element: CUTLASS's bfloat16_t and half_t are stored as CUDA's __nv_bfloat16 and __half
   // (same bits).
   using Out = std::conditional_t<std::is_same_v<typename Spec::Out, cutlass::bfloat16_t>, __nv_bfloat16,
@@ -60,7 +59,7 @@ struct WsInstance {
                 "fp32, bf16 or fp16 output");
 
   static size_t bytes(int, int) { return 0; }  // list calls are refused (rules.cpp)
-  static size_t packed_bytes(const PackedArgs& p, int) { return ws::workspace_bytes<kRecipe, kIn>(p, ws::block_feed()); }
+  static size_t packed_bytes(const PackedArgs& p, int) { return ws::workspace_bytes<kRecipe, kIn, Spec::kClusterM == 2>(p, ws::block_feed()); }
 
   static Status run(const Launch& l) {
     const PackedArgs& p = *l.packed;  // the runner sends only what rules.cpp accepts: packed calls
