@@ -141,17 +141,25 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
         cp_async_f32(&s.sbt[buf][wg][i >= k_blocks][i % k_blocks], i < k_blocks ? b0p + i : b1p + (i - k_blocks));
       asm volatile("cp.async.commit_group;" ::: "memory");
     };
-    int buf = 0, step = 0;
+    int buf = 0, step = 0, u_next = 0;
+    // Dynamic units: each warp reads its next unit once its k-loop is done and before the tile's stores. The
+    // read's release of the ring slot (cluster scope: MEMBAR.GPU, ERRBAR) then waits only for the previous tile's
+    // stores, long landed, not for this tile's 64 KB in flight, which cost a global round trip every tile (drawn
+    // units 0.983-0.990x CUTLASS's 128x256 on 8 x 4096^3 where the stride ran 1.012-1.015x: docs/PERF_2026-12-06e.md).
+    auto read_next = [&] {
+      if constexpr (Dyn) u_next = read_unit(s.units, step++, lane == 0, 0xffffffffu, 0);
+    };
     auto next = [&](int u) {
-      if constexpr (Dyn) return read_unit(s.units, step++, lane == 0, 0xffffffffu, 0);
+      if constexpr (Dyn) return u_next;
       else return u + clusters;
     };
+    if constexpr (Dyn) read_next();
     Tile t_next{};
     if (!Dyn && cluster < units) {
       t_next = decode<BN, McastB>(s, p.groups, cluster, rank);
       if constexpr (kScaleTma) fetch_b(t_next, 0);
     }
-    for (int u = Dyn ? next(0) : cluster; u < units; u = next(u)) {
+    for (int u = Dyn ? u_next : cluster; u < units; u = next(u)) {
       const Tile t = Dyn ? decode<BN, McastB>(s, p.groups, u, rank) : t_next;
       if constexpr (kScaleTma) {  // this tile's copies landed (each thread's, then all of the warp group's), and
         // every thread is past the last tile's reads of the other buffer, which the next tile's copies now fill
@@ -178,6 +186,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
           if (lane < 2) Barrier::arrive(&s.empty[stage], lane, 1);  // lane 0 here, lane 1 the other CTA
           if (++stage == kStages) { stage = 0; phase ^= 1; }
         }
+        read_next();
         continue;
       }
       const int sa_off = r_lo + (t.row0 & 3);  // kFeedTma: this thread's first row in the stage's 132 A scales
@@ -245,6 +254,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
       } else {
         k_loop(std::integral_constant<int, 128>{});
       }
+      read_next();
       store_tile<BN, R, Out>(p, t, acc, r_lo, lane);
     }
   }
