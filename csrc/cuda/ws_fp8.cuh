@@ -144,8 +144,9 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
     int buf = 0, step = 0, u_next = 0;
     // Dynamic units: each warp reads its next unit once its k-loop is done and before the tile's stores. The
     // read's release of the ring slot (cluster scope: MEMBAR.GPU, ERRBAR) then waits only for the previous tile's
-    // stores, long landed, not for this tile's 64 KB in flight, which cost a global round trip every tile (drawn
-    // units 0.983-0.990x CUTLASS's 128x256 on 8 x 4096^3 where the stride ran 1.012-1.015x: docs/PERF_2026-12-06e.md).
+    // stores, long landed, not for this tile's 64 KB in flight, which cost a global round trip every tile: drawn
+    // units on 8 x 4096^3 went from 0.983-0.990x CUTLASS's 128x256 to 0.992-0.995x (three H100 processes each;
+    // the stride 1.015x), docs/PERF_2026-12-06e.md and 06f.md.
     auto read_next = [&] {
       if constexpr (Dyn) u_next = read_unit(s.units, step++, lane == 0, 0xffffffffu, 0);
     };
