@@ -13,6 +13,9 @@
 #   tiles     benchmarks/bench_tiles.py (16-bit instances forced one by one beside the peers, round-robin)
 #   units     benchmarks/bench_units.py --units dynamic,static (the own 16-bit kernel's units drawn and by stride,
 #             and the wave tail, on 8 x 4096^3 and 8 x 4224 x 4096^2)
+#   figures   issue 10's proof set in about 5 minutes, each part under $FIGURE_TIMEOUT (default 200 s): bench_grouped_gemm.py
+#             --graph --sync on 16-bit uniform, Mixtral and DeepSeek-V3 prefill, unscaled fp8 on the same three,
+#             every dtype on DeepSeek-V3 decode, then bench_repack.py (follow it with pack: more than 8 files)
 #   swapab    benchmarks/bench_swapab.py (each 8-bit SwapAB decode tile forced: decode with and without the
 #             L2 flush, and a sweep of group counts against the selection rule's pick)
 # Benchmark stages stop after $STAGE_TIMEOUT seconds (default 600); what they printed stays in their log.
@@ -97,6 +100,16 @@ for stage in "$@"; do
     bench)
       run bench python3 benchmarks/bench_grouped_gemm.py --graph --sync --iters 20 --cases "${BENCH_CASES:-}" \
         --json "$OUT/bench.json" --markdown "$OUT/bench.md" ;;
+    figures)
+      B="python3 benchmarks/bench_grouped_gemm.py --graph --sync --iters ${FIGURE_ITERS:-16}"
+      T="timeout ${FIGURE_TIMEOUT:-200}"
+      run fig16 $T $B --dtype bf16,fp16 --cases "uniform,Mixtral,DeepSeek-V3 prefill" --json "$OUT/fig16.json" \
+        --markdown "$OUT/fig16.md"
+      run fig8 $T $B --dtype fp8 --cases "uniform,Mixtral,DeepSeek-V3 prefill" --json "$OUT/fig8.json" \
+        --markdown "$OUT/fig8.md"
+      run figdecode $T $B --cases "DeepSeek-V3 decode" --json "$OUT/figdecode.json" --markdown "$OUT/figdecode.md"
+      run figrepack $T python3 benchmarks/bench_repack.py --iters 10 --json "$OUT/repack.json" \
+        --markdown "$OUT/repack.md" ;;
     scaled)
       run scaled timeout "${STAGE_TIMEOUT:-600}" env DG_JIT_CACHE_DIR=/tmp/dg python3 benchmarks/bench_scaled.py --int8 \
         --iters 10 --json "$OUT/scaled.json" --markdown "$OUT/scaled.md" ;;
