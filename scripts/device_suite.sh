@@ -13,9 +13,10 @@
 #   tiles     benchmarks/bench_tiles.py (16-bit instances forced one by one beside the peers, round-robin)
 #   units     benchmarks/bench_units.py --units dynamic,static (the own 16-bit kernel's units drawn and by stride,
 #             and the wave tail, on 8 x 4096^3 and 8 x 4224 x 4096^2)
-#   figures   issue 10's proof set in about 5 minutes, each part under $FIGURE_TIMEOUT (default 200 s): bench_grouped_gemm.py
-#             --graph --sync on 16-bit uniform, Mixtral and DeepSeek-V3 prefill, unscaled fp8 on the same three,
-#             every dtype on DeepSeek-V3 decode, then bench_repack.py (follow it with pack: more than 8 files)
+#   figures   issue 10's proof set, each part under $FIGURE_TIMEOUT (default 200 s): bench_grouped_gemm.py --graph
+#             --sync on 16-bit uniform, Mixtral and DeepSeek-V3 prefill, unscaled fp8 on the same three, every
+#             dtype on DeepSeek-V3 decode, then bench_repack.py (follow it with pack: more than 8 files). Its parts
+#             took about 4 minutes on an H100 as session scripts (docs/PERF_2026-12-06f.md calls 2 and 3)
 #   swapab    benchmarks/bench_swapab.py (each 8-bit SwapAB decode tile forced: decode with and without the
 #             L2 flush, and a sweep of group counts against the selection rule's pick)
 # Benchmark stages stop after $STAGE_TIMEOUT seconds (default 600); what they printed stays in their log.

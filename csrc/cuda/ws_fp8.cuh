@@ -145,8 +145,8 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
     // Dynamic units: each warp reads its next unit once its k-loop is done and before the tile's stores. The
     // read's release of the ring slot (cluster scope: MEMBAR.GPU, ERRBAR) then waits only for the previous tile's
     // stores, long landed, not for this tile's 64 KB in flight, which cost a global round trip every tile: drawn
-    // units on 8 x 4096^3 went from 0.983-0.990x CUTLASS's 128x256 to 0.992-0.995x (three H100 processes each;
-    // the stride 1.015x), docs/PERF_2026-12-06e.md and 06f.md.
+    // units on 8 x 4096^3 went from 0.983-0.987x CUTLASS's 128x256 to 0.992-0.995x (three H100 processes each;
+    // the stride 1.015x; docs/PERF_2026-12-06f.md).
     auto read_next = [&] {
       if constexpr (Dyn) u_next = read_unit(s.units, step++, lane == 0, 0xffffffffu, 0);
     };
@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
       if constexpr (Dyn) return u_next;
       else return u + clusters;
     };
-    if constexpr (Dyn) read_next();
+    read_next();
     Tile t_next{};
     if (!Dyn && cluster < units) {
       t_next = decode<BN, McastB>(s, p.groups, cluster, rank);

@@ -67,11 +67,14 @@ inline int units_mode() {
   return mode;
 }
 
-// Whether a call's clusters draw their units from a counter (ws_units.cuh): 16-bit A-multicast calls where
-// units_drawn says so (the others take every clusters-th unit; only that form of fp8 is instantiated).
+// Whether a call's clusters draw their units from a counter (ws_units.cuh): kCanDraw, the kernels with that form
+// (16-bit, A multicast; fp8 instantiates the stride only), where units_drawn says so; the others take every
+// clusters-th unit.
+template <In I, bool McastB>
+constexpr bool kCanDraw = I != In::E4M3 && !McastB;
 template <In I, bool McastB>
 bool draws_units(const PackedArgs& c) {
-  return I != In::E4M3 && !McastB && units_drawn(units_mode(), c.rows, c.groups);
+  return kCanDraw<I, McastB> && units_drawn(units_mode(), c.rows, c.groups);
 }
 
 // Device workspace a call needs: kFeedTma's MN-major copy of A's block scales (ws_fp8_scales.cuh), the unit
@@ -176,12 +179,11 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
   p.sb_stride = c.sb_group_stride;
   // Units drawn or by stride (draws_units). Only block-scaled calls have a second feed (the other recipes
   // instantiate kFeedWarp's kernel alone).
-  constexpr bool kDyn = I != In::E4M3 && !McastB;
   const bool dynamic = draws_units<I, McastB>(c);
   constexpr int kTmaFeed = R == Recipe::Block ? kFeedTma : kFeedWarp;
   const bool tma_feed = R == Recipe::Block && feed == kFeedTma;
   const auto [kernel, raised] = tma_feed  ? kernel_ready<BN, McastB, R, Out, kTmaFeed, I, false>()
-                                : dynamic ? kernel_ready<BN, McastB, R, Out, kFeedWarp, I, kDyn>()
+                                : dynamic ? kernel_ready<BN, McastB, R, Out, kFeedWarp, I, kCanDraw<I, McastB>>()
                                           : kernel_ready<BN, McastB, R, Out, kFeedWarp, I, false>();
   if (raised != cudaSuccess) {
     *why = std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(raised);
