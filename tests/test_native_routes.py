@@ -91,7 +91,8 @@ def test_routes_use_the_instance_table(probe):
     code, _, _, _ = _route(probe, fp8, f32, "RC", 0, 64, 20, 256, c_off=4, ldc=21)
     assert routes.flags(code) == 0 and _kind(probe, routes.instance(code))[9] == 1, \
         "unscaled: the direct-store instance writes a misaligned C as it is"
-    assert probe.probe_kind_rejects(2, 2, 1, 0)  # fp8 RR: no CUTLASS instance (it transposes)
+    assert probe.probe_kind_rejects(2, 2, 1, 0) == b"", "fp8 RR -> fp32: the own RR kernel's kind (packed calls)"
+    assert probe.probe_kind_rejects(2, 1, 1, 1), "row-scaled fp8 RR: no RR instance (it transposes)"
     assert probe.probe_kind_rejects(2, 1, 0, 2) == b""  # fp8 block -> bf16 exists
 
 
@@ -152,26 +153,27 @@ def _route_packed(probe, dtype, out, scaling, groups, rows, n, k, *, layout="RC"
     return name, routes.flags(code), (why.value or b"").decode()
 
 
-def test_packed_int8_rr_takes_ckgemm_own_rr_kernel_without_a_transpose(probe):
-    """Packed unscaled int8 calls with B row-major take ckgemm's own int8 RR kernel (ws_s8_rr_rs.cuh) as they
-    are, decode and prefill alike (it runs at the RC kernel's speed); its rule (ws_s8_rr_rules.h) sends the rest
-    through the transpose to the RC tiles: N or K off 16 bytes, more than 1024 groups; list groups always (packed
-    calls only); row scales (no RR instance of that kind)."""
-    i8, i32, bf16_out = torch.int8, 3, 1
+@pytest.mark.parametrize("dtype,out", [(torch.int8, 3), (torch.float8_e4m3fn, 2)], ids=["int8", "fp8"])
+def test_packed_8bit_rr_takes_ckgemm_own_rr_kernel_without_a_transpose(probe, dtype, out):
+    """Packed unscaled 8-bit calls with B row-major (int8 to int32, e4m3 to fp32) take ckgemm's own RR kernel
+    (ws_s8_rr_rs.cuh) as they are, decode and prefill alike; its rule (ws_s8_rr_rules.h) sends the rest through
+    the transpose to the RC tiles: N or K off 16 bytes, more than 1024 groups; list groups always (packed calls
+    only); row scales (no RR instance of that kind)."""
+    bf16_out = 1
     own = "ws_128x256x128_c1x2"
     for rows in (512, 4096, 32768, 262144):
-        assert _route_packed(probe, i8, i32, 0, 32, rows, 4096, 7168, layout="RR") == (own, 0, ""), rows
-    assert _route_packed(probe, i8, i32, 0, 8, 4096, 4096, 2048, layout="RR", c_off=4, ldc=4097) == (own, 0, ""), \
-        "C offset by one element and an odd ldc: the kernel stores int32 pieces where C allows"
+        assert _route_packed(probe, dtype, out, 0, 32, rows, 4096, 7168, layout="RR") == (own, 0, ""), rows
+    assert _route_packed(probe, dtype, out, 0, 8, 4096, 4096, 2048, layout="RR", c_off=4, ldc=4097) == (own, 0, ""), \
+        "C offset by one element and an odd ldc: the kernel stores 32-bit pieces where C allows"
     for n, k, groups in ((40, 2048, 8), (4096, 200, 8), (4096, 2048, 1025)):
-        name, flags, why = _route_packed(probe, i8, i32, 0, groups, 100 * groups, n, k, layout="RR")
+        name, flags, why = _route_packed(probe, dtype, out, 0, groups, 100 * groups, n, k, layout="RR")
         assert why == "" and name != own and flags & routes.FLAG_TRANSPOSE_B, (n, k, groups, name)
-    name, flags, _ = _route_packed(probe, i8, bf16_out, 1, 8, 4096, 4096, 2048, layout="RR")
+    name, flags, _ = _route_packed(probe, dtype, bf16_out, 1, 8, 4096, 4096, 2048, layout="RR")
     assert name != own and flags & routes.FLAG_TRANSPOSE_B, "row scales: no own RR instance"
-    code, _, _, _ = _route(probe, i8, i32, "RR", 0, 512, 4096, 7168)
+    code, _, _, _ = _route(probe, dtype, out, "RR", 0, 512, 4096, 7168)
     assert routes.flags(code) & routes.FLAG_TRANSPOSE_B and _kind(probe, routes.instance(code))[2] == 0, \
         "a list group: transposed to the RC tiles"
-    assert probe.probe_kind_rejects(4, 3, 1, 0) == b""  # int8 RR -> int32: the own kernel's kind
+    assert probe.probe_kind_rejects(DTYPE_CODES[dtype], out, 1, 0) == b"", "the own RR kernel's kind"
 
 
 def test_packed_unscaled_fp8_takes_ckgemm_own_kernel_where_its_rule_allows(probe):
@@ -202,8 +204,8 @@ def test_packed_unscaled_fp8_takes_ckgemm_own_kernel_where_its_rule_allows(probe
     name, flags, _ = _route_packed(probe, fp8, f32, 0, 4, 4096, 2048, 200)
     assert name == own and flags == routes.FLAG_REPACK_A | routes.FLAG_REPACK_B, \
         "K 200: the copies pad K to 208, which the own kernel takes"
-    assert _route_packed(probe, fp8, f32, 0, 4, 4096, 2048, 7168, layout="RR")[:2] == (
-        own, routes.FLAG_REPACK_B | routes.FLAG_TRANSPOSE_B)
+    assert _route_packed(probe, fp8, f32, 0, 4, 4096, 2048, 7168, layout="RR")[:2] == ("ws_128x256x128_c1x2", 0), \
+        "packed unscaled fp8 RR: the own RR kernel, no transpose"
     assert _route_packed(probe, fp8, f32, 0, 32, 512, 4096, 7168)[0].startswith("coop_swapab_"), "16 rows a group"
     assert _route_packed(probe, fp8, bf16_out, 1, 32, 32768, 4096, 7168)[0] == "coop_128x192x128_c1x2"
     wide = "ws_128x256x128_c1x2"  # the own kernel's block-scaled 256-wide tile, first where pairs of it fit N
@@ -242,7 +244,8 @@ def test_packed_unscaled_fp8_takes_ckgemm_own_kernel_where_its_rule_allows(probe
 def test_a_promotion_interval_other_than_4_sends_unscaled_fp8_to_cutlass(probe):
     """CKGEMM_FP8_PROMOTION (read once per process) is CUTLASS's knob; the own kernel promotes every 4 wgmma
     k-blocks only, so with 8 or 16 set its rule refuses unscaled calls, which run CUTLASS at the asked
-    precision; block-scaled calls, promoted every block on either kernel, stay on it."""
+    precision (unscaled RR calls then through the transpose); block-scaled calls, promoted every block on either
+    kernel, stay on it."""
     lib = probe._name
     code = f"""
 import ctypes
@@ -255,15 +258,21 @@ print(so.probe_instance_name(so.probe_route_instance_of(c)).decode())
 c = so.probe_route_packed(2, 1, 0, 2, 32, ctypes.c_int64(32768), ctypes.c_int64(4096), ctypes.c_int64(7168),
                           ctypes.c_int64(0), ctypes.c_int64(4096), ctypes.byref(why))
 print("block", so.probe_instance_name(so.probe_route_instance_of(c)).decode())
+c = so.probe_route_packed(2, 2, 1, 0, 32, ctypes.c_int64(32768), ctypes.c_int64(4096), ctypes.c_int64(7168),
+                          ctypes.c_int64(0), ctypes.c_int64(4096), ctypes.byref(why))
+print("rr", so.probe_instance_name(so.probe_route_instance_of(c)).decode(), so.probe_route_flags_of(c))
 """
     own, wide = "ws_128x192x128_c1x2", "ws_128x256x128_c1x2"
-    for setting, want in (("8", "coop_128x192x128_c1x2"), ("16", "coop_128x192x128_c1x2"), ("4", own), ("", own)):
+    cutlass = "coop_128x192x128_c1x2"
+    transposed, kept = f"rr {cutlass} {routes.FLAG_REPACK_B | routes.FLAG_TRANSPOSE_B}", f"rr {wide} 0"
+    for setting, want, rr in (("8", cutlass, transposed), ("16", cutlass, transposed), ("4", own, kept), ("", own, kept)):
         env = {k: v for k, v in os.environ.items() if k != "CKGEMM_FP8_PROMOTION"}
         if setting:
             env["CKGEMM_FP8_PROMOTION"] = setting
         run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
         assert run.returncode == 0, run.stderr
-        assert run.stdout.split() == [want, "block", wide], (setting, run.stdout)  # block promotes every block
+        # block promotes every block; unscaled RR: the own RR kernel, or transposed to CUTLASS's RC tile
+        assert run.stdout.split() == [want, "block", wide, *rr.split()], (setting, run.stdout)
 
 
 def test_ckgemm_config_puts_the_named_instance_first_where_it_fits(probe, monkeypatch):

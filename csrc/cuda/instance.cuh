@@ -312,7 +312,7 @@ using LayoutBOf = std::conditional_t<L == Layout::RC, cutlass::layout::ColumnMaj
 template <DType D>
 using AccOf = std::conditional_t<D == DType::I8, int32_t, float>;
 
-// ckgemm's own kernels in a table row's schedule column (fp8: ws_fp8.cuh; int8 RR: ws_s8_rr.cuh): its Spec's
+// ckgemm's own kernels in a table row's schedule column (RC: ws_fp8.cuh; 8-bit RR: ws_s8_rr_rs.cuh): its Spec's
 // Kernel type is named and never instantiated (ws_instance.cuh launches them; stages.cu reads their ring depth).
 struct OwnWarpSpecialized {};
 
@@ -320,6 +320,7 @@ struct OwnWarpSpecialized {};
   struct Spec_##key {                                                                                       \
     using Schedule = schedule;                                                                              \
     static constexpr DType kDType = DType::dtype;                                                           \
+    static constexpr Layout kLayout = Layout::layout;                                                       \
     using Out = typename OutTypeOf<OutType::out>::T;                                                        \
     static constexpr Scaling kScaling = Scaling::scaling;                                                   \
     static constexpr int kTileN = tn, kClusterM = cm;                                                       \

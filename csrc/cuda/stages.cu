@@ -13,7 +13,7 @@ namespace {
 
 template <class Spec>
 constexpr int stages_of() {
-  if constexpr (std::is_same_v<typename Spec::Schedule, cuda::OwnWarpSpecialized> && Spec::kDType == DType::I8)
+  if constexpr (std::is_same_v<typename Spec::Schedule, cuda::OwnWarpSpecialized> && Spec::kLayout == Layout::RR)
     return ws::s8::kLaunchedStages;
   else if constexpr (std::is_same_v<typename Spec::Schedule, cuda::OwnWarpSpecialized>)
     return ws::Config<Spec::kTileN, Spec::kClusterM == 2>::kStages;  // a 2x1 cluster shares B

@@ -1,8 +1,8 @@
 // ckgemm's own grouped kernels as rows of the CUTLASS backend's instance table (schedule OwnWarpSpecialized in
 // instances.inc): the fp8 kernel (ws_fp8.cuh: unscaled to fp32, block-scaled to bf16; also bf16/fp16 operands
-// to their own type) and the int8 RR kernel
-// (ws_s8_rr_rs.cuh: B row-major, read as stored into the wgmmas' register operand; int32 out), the packed form's
-// launch. Their acceptance rules are ws_fp8_rules.h and ws_s8_rr_rules.h, applied by rules.cpp; list groups are
+// to their own type) and the 8-bit RR kernel
+// (ws_s8_rr_rs.cuh: B row-major, read as stored into the wgmmas' register operand; int8 to int32, unscaled e4m3
+// to fp32), the packed form's launch. Their acceptance rules are ws_fp8_rules.h and ws_s8_rr_rules.h, applied by rules.cpp; list groups are
 // refused there, so the router gives them to CUTLASS (8-bit RR list groups through the transpose).
 //
 // Two launches, as the CUTLASS instances make: the shared builder checks the device-resident group sizes
@@ -73,9 +73,10 @@ struct WsInstance {
   static InstanceFns fns() { return {&bytes, &packed_bytes, &run}; }
 };
 
-// The own int8 RR kernel's row (ws_s8_rr_launch.cuh picks the form and tile): no workspace; the sizes checked
-// first as for the fp8 kernel.
-struct WsS8Instance {
+// The own 8-bit RR kernel's rows (ws_s8_rr_launch.cuh picks the form and tile; F8: e4m3 to fp32, else int8 to
+// int32): no workspace; the sizes checked first as for the fp8 kernel.
+template <bool F8>
+struct WsRrInstance {
   static size_t bytes(int, int) { return 0; }
   static size_t packed_bytes(const PackedArgs&, int) { return 0; }
 
@@ -83,7 +84,7 @@ struct WsS8Instance {
     const PackedArgs& p = *l.packed;
     if (!sizes_checked(l)) return Status::BackendError;
     std::string why;
-    const cudaError_t e = ws::s8::launch(p, l.sm_count, l.stream, &why);
+    const cudaError_t e = ws::s8::launch<F8>(p, l.sm_count, l.stream, &why);
     return launched(l, e, why);
   }
 
@@ -92,8 +93,13 @@ struct WsS8Instance {
 
 template <class Spec>
 InstanceFns ws_fns() {
-  if constexpr (Spec::kDType == DType::I8) return WsS8Instance::fns();
-  else return WsInstance<Spec>::fns();
+  if constexpr (Spec::kLayout == Layout::RR) {
+    static_assert(Spec::kDType == DType::I8 || (Spec::kDType == DType::FP8_E4M3 && Spec::kScaling == Scaling::None),
+                  "the own RR kernel: int8, or unscaled e4m3");
+    return WsRrInstance<Spec::kDType == DType::FP8_E4M3>::fns();
+  } else {
+    return WsInstance<Spec>::fns();
+  }
 }
 
 }  // namespace ckgemm::cuda

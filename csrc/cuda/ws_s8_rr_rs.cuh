@@ -30,6 +30,12 @@
 //
 // What it takes is ws_s8_rr_rules.h's rule (the launch refuses the rest); B rows past K and columns past N are
 // TMA's zero fill.
+// The same kernel on e4m3 (F8: the 128 x 256 tile only, fp32 out), for packed unscaled fp8 RR calls: each
+// warp group's k-block is four chains of four m64n64k32 wgmmas, one per slab and half of the tile's rows, each
+// summed in the tensor core into a 32-register scratch and then added into the fp32 accumulator (promotion
+// every 128 of K, as the RC kernels' interval 4). A chain waits for its wgmmas before its promotion, as the RC
+// kernel's halves do (ws_fp8.cuh); the other warp group's chain runs meanwhile, and the next slab's fragments
+// are loaded under the first chain. The stage is released after the k-block's last chain.
 #pragma once
 
 #include "ws_s8_parts.cuh"
@@ -47,6 +53,10 @@ struct RsShape {
                                  cute::SM90::GMMA::MMA_64x256x32_S32S8S8_RS_TN>;
 };
 
+// The e4m3 form's wgmma: 64 columns (a slab) x 64 of the tile's rows (half of them) x 32 of K, into fp32.
+using MmaF8 = cute::SM90::GMMA::MMA_64x64x32_F32E4M3E4M3_RS_TN<>;
+constexpr int kF8Tmp = 32;  // its accumulator registers a thread
+
 template <int BM>
 struct alignas(1024) SmemRs {
   uint8_t a[kRsStages][RsShape<BM>::kBytesA];
@@ -59,9 +69,10 @@ static_assert(sizeof(SmemRs<128>) <= 227 * 1024 && sizeof(SmemRs<256>) <= 227 * 
 
 constexpr int kRsProducerRegs = 40, kRsConsumerRegs = 232;
 
-template <class M, size_t... I>
-__device__ __forceinline__ void mma_rs(const uint32_t (&a)[4], uint64_t db, uint32_t* d, std::index_sequence<I...>) {
-  M::fma(a[0], a[1], a[2], a[3], db, d[I]..., cute::SM90::GMMA::ScaleOut::One);
+template <class M, class D, size_t... I>
+__device__ __forceinline__ void mma_rs(const uint32_t (&a)[4], uint64_t db, D* d, std::index_sequence<I...>,
+                                       bool accumulate = true) {
+  M::fma(a[0], a[1], a[2], a[3], db, d[I]..., accumulate ? cute::SM90::GMMA::ScaleOut::One : cute::SM90::GMMA::ScaleOut::Zero);
 }
 
 __device__ __forceinline__ void ldsm_x4_trans(uint32_t addr, uint32_t (&d)[4]) {
@@ -93,8 +104,50 @@ __device__ __forceinline__ void store_slab_s32(const Params& p, const Tile& t, c
     }
 }
 
-template <int BM>
+// A slab's A fragments for the k-block's four 32s of K from the raw tile at raw (this lane's ldmatrix row).
+__device__ __forceinline__ void load_fragments(uint32_t raw, uint32_t even, uint32_t odd, uint32_t (&f)[kBlockK / 32][4]) {
+#pragma unroll
+  for (int kk = 0; kk < kBlockK / 32; ++kk) {
+    uint32_t d[4];
+    ldsm_x4_trans(raw + kk * 32 * 128, d);  // +32 rows of K: the swizzle's row % 8 holds
+    rs_fragment(d, even, odd, f[kk]);
+  }
+}
+
+// One k-block of the e4m3 form (128 x 256 tile): for each slab, each half of the tile's rows (+64 rows of A: +512
+// in the descriptor) is four wgmmas into tmp, waited for and added into the slab's accumulator, whose registers
+// 32h .. 32h + 31 are that half's (the m64n128 fragment's columns 64h ..). raw: this lane's ldmatrix rows of the
+// stage for each slab; da: the descriptor's low word of the stage's A tile.
+__device__ __forceinline__ void f8_kblock(uint32_t (&acc)[2][64], const uint32_t (&raw)[2], uint32_t da, uint32_t even,
+                                          uint32_t odd) {
+  float tmp[kF8Tmp];
+  uint32_t frag[2][kBlockK / 32][4];
+  load_fragments(raw[0], even, odd, frag[0]);
+#pragma unroll
+  for (int sl = 0; sl < 2; ++sl)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+#pragma unroll
+      for (int i = 0; i < kF8Tmp; ++i) cute::warpgroup_fence_operand(tmp[i]);
+      cute::warpgroup_arrive();
+#pragma unroll
+      for (int kk = 0; kk < kBlockK / 32; ++kk)  // +32 bytes along K inside A's swizzled row: +2 in the descriptor
+        mma_rs<MmaF8>(frag[sl][kk], desc_of(da + h * 512 + 2 * kk), tmp, std::make_index_sequence<kF8Tmp>{}, kk > 0);
+      cute::warpgroup_commit_batch();
+      if (sl == 0 && h == 0) load_fragments(raw[1], even, odd, frag[1]);  // under the first chain
+      cute::warpgroup_wait<0>();
+#pragma unroll
+      for (int i = 0; i < kF8Tmp; ++i) cute::warpgroup_fence_operand(tmp[i]);
+#pragma unroll
+      for (int i = 0; i < kF8Tmp; ++i)
+        acc[sl][32 * h + i] = __float_as_uint(__uint_as_float(acc[sl][32 * h + i]) + tmp[i]);
+    }
+}
+
+// F8: e4m3 operands, fp32 out (the accumulators hold fp32 bits, stored as they are), the 128 x 256 tile only.
+template <int BM, bool F8>
 __global__ void __launch_bounds__(kThreads, 1) grouped_s8_rr_rs_kernel(const __grid_constant__ Params p) {
+  static_assert(!F8 || BM == 128, "the e4m3 form: the 128 x 256 tile");
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
   using Sh = RsShape<BM>;
   constexpr int kSlabs = Sh::kSlabs, kAcc = Sh::kAcc;
@@ -154,7 +207,6 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_s8_rr_rs_kernel(const __g
 #pragma unroll
         for (int i = 0; i < kAcc; ++i) cute::warpgroup_fence_operand(acc[sl][i]);
     };
-    uint32_t frag[kBlockK / 32][kSlabs][4];  // a slot per 32 of K: every slab's fragment
     uint32_t step = 0;
     for (int u = cluster; u < units; u += clusters) {
       const Tile t = decode<Sh::kTileN, false, BM>(s, p.groups, u, rank);
@@ -170,33 +222,44 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_s8_rr_rs_kernel(const __g
       for (int sl = 0; sl < kSlabs; ++sl)
 #pragma unroll
         for (int i = 0; i < kAcc; ++i) acc[sl][i] = 0;
-      for (int kb = 0; kb < k_blocks; ++kb, ++step) {
-        const uint32_t r = step % kRsStages;
-        Barrier::wait(&s.full[r], phase(step));
-        const uint32_t da = a_lo0 + r * (Sh::kBytesA / 16);
-        fence_acc();
-#pragma unroll
-        for (int kk = 0; kk < kBlockK / 32; ++kk) {
-#pragma unroll
-          for (int sl = 0; sl < kSlabs; ++sl) {
-            uint32_t d[4];
-            ldsm_x4_trans(ldsm0[sl] + r * Sh::kBytesB + kk * 32 * 128, d);  // +32 rows of K: the swizzle's row % 8 holds
-            rs_fragment(d, even, odd, frag[kk][sl]);
-          }
-          cute::warpgroup_arrive();
-          // +32 bytes along K inside A's swizzled row: +2 in the descriptor
-#pragma unroll
-          for (int sl = 0; sl < kSlabs; ++sl)
-            mma_rs<typename Sh::Mma>(frag[kk][sl], desc_of(da + 2 * kk), acc[sl], std::make_index_sequence<kAcc>{});
-          cute::warpgroup_commit_batch();
-          cute::warpgroup_wait<2>();  // the group before last is done: its fragment slot and, at kk 1, the last stage
-          if (kk == 1 && kb > 0) release(step - 1);
+      if constexpr (F8) {
+        for (int kb = 0; kb < k_blocks; ++kb, ++step) {
+          const uint32_t r = step % kRsStages;
+          Barrier::wait(&s.full[r], phase(step));
+          const uint32_t raw[2] = {ldsm0[0] + r * Sh::kBytesB, ldsm0[kSlabs - 1] + r * Sh::kBytesB};
+          f8_kblock(acc, raw, a_lo0 + r * (Sh::kBytesA / 16), even, odd);
+          release(step);  // the k-block's last chain is done: the stage's A and raw B are read
         }
+      } else {
+        uint32_t frag[kBlockK / 32][kSlabs][4];  // a slot per 32 of K: every slab's fragment
+        for (int kb = 0; kb < k_blocks; ++kb, ++step) {
+          const uint32_t r = step % kRsStages;
+          Barrier::wait(&s.full[r], phase(step));
+          const uint32_t da = a_lo0 + r * (Sh::kBytesA / 16);
+          fence_acc();
+#pragma unroll
+          for (int kk = 0; kk < kBlockK / 32; ++kk) {
+#pragma unroll
+            for (int sl = 0; sl < kSlabs; ++sl) {
+              uint32_t d[4];
+              ldsm_x4_trans(ldsm0[sl] + r * Sh::kBytesB + kk * 32 * 128, d);  // +32 rows of K: the swizzle's row % 8 holds
+              rs_fragment(d, even, odd, frag[kk][sl]);
+            }
+            cute::warpgroup_arrive();
+            // +32 bytes along K inside A's swizzled row: +2 in the descriptor
+#pragma unroll
+            for (int sl = 0; sl < kSlabs; ++sl)
+              mma_rs<typename Sh::Mma>(frag[kk][sl], desc_of(da + 2 * kk), acc[sl], std::make_index_sequence<kAcc>{});
+            cute::warpgroup_commit_batch();
+            cute::warpgroup_wait<2>();  // the group before last is done: its fragment slot and, at kk 1, the last stage
+            if (kk == 1 && kb > 0) release(step - 1);
+          }
+          fence_acc();
+        }
+        cute::warpgroup_wait<0>();
         fence_acc();
+        if (k_blocks > 0) release(step - 1);
       }
-      cute::warpgroup_wait<0>();
-      fence_acc();
-      if (k_blocks > 0) release(step - 1);
 #pragma unroll
       for (int sl = 0; sl < kSlabs; ++sl)
         store_slab_s32<BM>(p, t, acc[sl], n_wg + sl * 64 + warp * 16 + rs_column_of_row(lane / 4), lane);

@@ -7,6 +7,9 @@
 // The op routes every packed unscaled int8 RR call this rule admits to the kernel: the register-operand form runs
 // at the RC kernel's speed (0.93-1.05x RC with rs_block_m's tile on an H100, docs/PERF_2026-12-06.md), where the
 // per-call transpose costs 1.2-2.9x.
+// Packed unscaled e4m3 RR calls (fp32 out) take the same rule (rules.cpp): the register-operand form on e4m3, its
+// 128 x 256 tile, where the per-call transpose costs 1.31x RC on DeepSeek-V3 prefill on an H100
+// (docs/PERF_2026-12-06f.md).
 #pragma once
 
 #include <cstdint>
