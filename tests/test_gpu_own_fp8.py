@@ -197,6 +197,15 @@ def test_another_promotion_interval_runs_cutlass():
     assert proc.stdout.strip() == "cutlass:coop_128x192x128_c1x2", proc.stdout
     proc = _run("""
         import torch, ckgemm
+        a = torch.randn(4096, 256, device="cuda").to(torch.float8_e4m3fn)
+        b = torch.randn(4, 256, 384, device="cuda").to(torch.float8_e4m3fn)
+        ckgemm.grouped_gemm_packed(a, b, torch.tensor([1024] * 4, device="cuda"), layout="RR")
+        print(ckgemm.last_dispatch().paths[0])
+    """, {"CKGEMM_FP8_PROMOTION": "8"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "cutlass:coop_128x192x128_c1x2+transpose", "RR: the own RR kernel refuses it too"
+    proc = _run("""
+        import torch, ckgemm
         from ckgemm.testing import quant
         a, sa = quant.per_token_cast_to_fp8(torch.randn(4096, 256, device="cuda"))
         b, sb = quant.per_block_cast_to_fp8(torch.randn(4, 384, 256, device="cuda"))

@@ -102,8 +102,8 @@ def test_packed_form_with_groups_wider_than_the_tile(dtype, n, tile):
 @pytest.mark.parametrize("form", ["packed", "list"])
 @pytest.mark.parametrize("dtype", EIGHT_BIT, ids=IDS)
 def test_rr_weights_are_transposed_then_run_swapab(dtype, form):
-    """8-bit RR decode: B is transposed, then a SwapAB tile runs; except packed int8, which ckgemm's own int8 RR
-    kernel reads as stored (tests/test_gpu_own_s8.py covers it)."""
+    """8-bit RR decode: B is transposed, then a SwapAB tile runs; except packed calls (int8 and unscaled fp8),
+    which ckgemm's own 8-bit RR kernel reads as stored (tests/test_gpu_own_s8.py covers it)."""
     gen = generator(f"swapab-rr-{dtype}-{form}")
     sizes, n, k = [3, 0, 20, 9], 256, 256
     a = rand_tensor((sum(sizes), k), dtype, gen, DEVICE)
@@ -115,7 +115,7 @@ def test_rr_weights_are_transposed_then_run_swapab(dtype, form):
     else:
         a_list = list(a.split(sizes))
         check_list(ckgemm.grouped_gemm(a_list, list(b), layout="RR"), a_list, list(b), "RR", dtype, "swapab RR list")
-    if form == "packed" and dtype == torch.int8:
+    if form == "packed":
         assert all("ws_128x256x128" in p and "+" not in p for p in _paths()), ckgemm.last_dispatch()
     else:
         assert all("coop_swapab" in p and "+transpose" in p for p in _paths()), ckgemm.last_dispatch()

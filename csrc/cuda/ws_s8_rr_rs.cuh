@@ -31,11 +31,11 @@
 // What it takes is ws_s8_rr_rules.h's rule (the launch refuses the rest); B rows past K and columns past N are
 // TMA's zero fill.
 // The same kernel on e4m3 (F8: the 128 x 256 tile only, fp32 out), for packed unscaled fp8 RR calls: each
-// warp group's k-block is four chains of four m64n64k32 wgmmas, one per slab and half of the tile's rows, each
-// summed in the tensor core into a 32-register scratch and then added into the fp32 accumulator (promotion
-// every 128 of K, as the RC kernels' interval 4). A chain waits for its wgmmas before its promotion, as the RC
-// kernel's halves do (ws_fp8.cuh); the other warp group's chain runs meanwhile, and the next slab's fragments
-// are loaded under the first chain. The stage is released after the k-block's last chain.
+// warp group's k-block is a chain of four wgmmas per slab and part of the tile's rows (kF8Chain), each summed in
+// the tensor core into a scratch and then added into the fp32 accumulator (promotion every 128 of K, as the RC
+// kernels' interval 4). A chain waits for its wgmmas before its promotion, as the RC kernel's halves do
+// (ws_fp8.cuh); the other warp group's chain runs meanwhile. The stage is released after the k-block's last
+// chain.
 #pragma once
 
 #include "ws_s8_parts.cuh"
@@ -53,9 +53,16 @@ struct RsShape {
                                  cute::SM90::GMMA::MMA_64x256x32_S32S8S8_RS_TN>;
 };
 
-// The e4m3 form's wgmma: 64 columns (a slab) x 64 of the tile's rows (half of them) x 32 of K, into fp32.
-using MmaF8 = cute::SM90::GMMA::MMA_64x64x32_F32E4M3E4M3_RS_TN<>;
-constexpr int kF8Tmp = 32;  // its accumulator registers a thread
+// The e4m3 form's chains: CKGEMM_F8_RR_CHAIN rows of the tile each (64: two chains a slab, the next slab's
+// fragments loaded under the first; 128: one chain a slab into twice the scratch, each slab's fragments loaded
+// before its chain). Their wgmma: 64 columns (a slab) x the chain's rows x 32 of K, into fp32.
+#ifndef CKGEMM_F8_RR_CHAIN
+#define CKGEMM_F8_RR_CHAIN 64
+#endif
+static_assert(CKGEMM_F8_RR_CHAIN == 64 || CKGEMM_F8_RR_CHAIN == 128, "CKGEMM_F8_RR_CHAIN: 64 or 128");
+constexpr int kF8Chain = CKGEMM_F8_RR_CHAIN, kF8Tmp = kF8Chain / 2;  // kF8Tmp: the chain's registers a thread
+using MmaF8 = std::conditional_t<kF8Chain == 64, cute::SM90::GMMA::MMA_64x64x32_F32E4M3E4M3_RS_TN<>,
+                                 cute::SM90::GMMA::MMA_64x128x32_F32E4M3E4M3_RS_TN<>>;
 
 template <int BM>
 struct alignas(1024) SmemRs {
@@ -114,34 +121,38 @@ __device__ __forceinline__ void load_fragments(uint32_t raw, uint32_t even, uint
   }
 }
 
-// One k-block of the e4m3 form (128 x 256 tile): for each slab, each half of the tile's rows (+64 rows of A: +512
-// in the descriptor) is four wgmmas into tmp, waited for and added into the slab's accumulator, whose registers
-// 32h .. 32h + 31 are that half's (the m64n128 fragment's columns 64h ..). raw: this lane's ldmatrix rows of the
-// stage for each slab; da: the descriptor's low word of the stage's A tile.
+// One k-block of the e4m3 form (128 x 256 tile): for each slab, each chain's rows (+64 rows of A: +512 in the
+// descriptor) are four wgmmas into tmp, waited for and added into the slab's accumulator, whose registers
+// kF8Tmp * h .. are that chain's (the m64n128 fragment's columns kF8Chain * h ..). raw: this lane's ldmatrix
+// rows of the stage for each slab; da: the descriptor's low word of the stage's A tile.
 __device__ __forceinline__ void f8_kblock(uint32_t (&acc)[2][64], const uint32_t (&raw)[2], uint32_t da, uint32_t even,
                                           uint32_t odd) {
+  constexpr int kChains = 128 / kF8Chain, kBuffers = kChains;  // two chains a slab leave time to load the next
   float tmp[kF8Tmp];
-  uint32_t frag[2][kBlockK / 32][4];
+  uint32_t frag[kBuffers][kBlockK / 32][4];
   load_fragments(raw[0], even, odd, frag[0]);
 #pragma unroll
-  for (int sl = 0; sl < 2; ++sl)
+  for (int sl = 0; sl < 2; ++sl) {
+    if (kBuffers == 1 && sl > 0) load_fragments(raw[sl], even, odd, frag[0]);
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < kChains; ++h) {
 #pragma unroll
       for (int i = 0; i < kF8Tmp; ++i) cute::warpgroup_fence_operand(tmp[i]);
       cute::warpgroup_arrive();
 #pragma unroll
       for (int kk = 0; kk < kBlockK / 32; ++kk)  // +32 bytes along K inside A's swizzled row: +2 in the descriptor
-        mma_rs<MmaF8>(frag[sl][kk], desc_of(da + h * 512 + 2 * kk), tmp, std::make_index_sequence<kF8Tmp>{}, kk > 0);
+        mma_rs<MmaF8>(frag[sl % kBuffers][kk], desc_of(da + h * 512 + 2 * kk), tmp, std::make_index_sequence<kF8Tmp>{},
+                      kk > 0);
       cute::warpgroup_commit_batch();
-      if (sl == 0 && h == 0) load_fragments(raw[1], even, odd, frag[1]);  // under the first chain
+      if (kBuffers == 2 && sl == 0 && h == 0) load_fragments(raw[1], even, odd, frag[kBuffers - 1]);  // under it
       cute::warpgroup_wait<0>();
 #pragma unroll
       for (int i = 0; i < kF8Tmp; ++i) cute::warpgroup_fence_operand(tmp[i]);
 #pragma unroll
       for (int i = 0; i < kF8Tmp; ++i)
-        acc[sl][32 * h + i] = __float_as_uint(__uint_as_float(acc[sl][32 * h + i]) + tmp[i]);
+        acc[sl][kF8Tmp * h + i] = __float_as_uint(__uint_as_float(acc[sl][kF8Tmp * h + i]) + tmp[i]);
     }
+  }
 }
 
 // F8: e4m3 operands, fp32 out (the accumulators hold fp32 bits, stored as they are), the 128 x 256 tile only.
