@@ -91,11 +91,11 @@ inline cudaError_t launch_tile(const PackedArgs& c, int sm_count, cudaStream_t s
 // F8: e4m3 operands to fp32 (the register-operand form's 128 x 256 tile), else int8 to int32.
 template <bool F8 = false>
 inline cudaError_t launch(const PackedArgs& c, int sm_count, cudaStream_t stream, std::string* why) {
+  static_assert(!F8 || CKGEMM_S8_FORM == 2, "the e4m3 RR kernel is the register-operand form");
   *why = rejects(c);
   if (!why->empty()) return cudaErrorInvalidValue;
   if (c.n == 0) return cudaSuccess;  // nothing to store (and a tensor map of B wants N > 0)
   if constexpr (F8) {
-    static_assert(CKGEMM_S8_FORM == 2, "the e4m3 RR kernel is the register-operand form");
     return launch_tile<128, true>(c, sm_count, stream, why);
   } else {
     if (CKGEMM_S8_FORM == 2 && rs_block_m(c) == 256) return launch_tile<256, false>(c, sm_count, stream, why);
