@@ -3,8 +3,8 @@
 MoE weights are static, so a layout change belongs at load time, not in every call. Hopper's tensor
 cores take 8-bit operands only K-major, so CUTLASS reads 8-bit ``RR`` weights ([K, N] row-major) only
 after a transpose to [N, K]; without ``prepack`` every such call transposes B again (one tiled kernel,
-``last_dispatch()`` shows ``+transpose``), except packed unscaled int8 calls, which ckgemm's own int8 RR
-kernel reads as stored at the RC kernel's speed. ``prepack`` does it once, for every form and recipe (list
+``last_dispatch()`` shows ``+transpose``), except packed unscaled int8 and fp8 calls, which ckgemm's own
+8-bit RR kernel reads as stored at the RC kernel's speed. ``prepack`` does it once, for every form and recipe (list
 calls and row-scaled int8 too). Where the backend reads B as
 given (16-bit inputs; CK-tile, which reads 8-bit RR natively; the torch reference) it returns a wrapper
 around the tensors as they are, so serving code can call it unconditionally.

@@ -54,19 +54,25 @@ def run_instance(info, dev) -> None:
     if info["packed_only"] and info["dtype"] in (0, 1):  # the 16-bit own kernel on one cluster: it draws its
         run_one_cluster(info, dtype, dev, [300, 0, 129, 64, 200])  # units (ws_units.cuh), its ring of slots wraps,
         run_one_cluster(info, dtype, dev, [2100, 2000])  # and, at 2048+ rows a group, takes them by stride
+    if info["packed_only"] and layout == "RR":  # the own RR kernel (K 200 above is not its): on one cluster, its
+        run_one_cluster(info, dtype, dev, [300, 0, 129, 64, 200], "RR")  # ring wrapping; int8's 256-row tile,
+        run_one_cluster(info, dtype, dev, [30, 0, 51, 12], "RR")  # then its 128-row one (fp8 has that one only)
     print(f"ok {label(info)}: {ckgemm.last_dispatch()}")
 
 
-def run_one_cluster(info, dtype, dev, sizes) -> None:
-    a, b = _small((sum(sizes), 136), dtype, dev), _small((len(sizes), 520, 136), dtype, dev)
+def run_one_cluster(info, dtype, dev, sizes, layout="RC") -> None:
+    k, n = (136, 520) if layout == "RC" else (640, 272)  # RR: N and K multiples of 16, five k-blocks
+    a = _small((sum(sizes), k), dtype, dev)
+    b = _small((len(sizes), n, k) if layout == "RC" else (len(sizes), k, n), dtype, dev)
     before = ckgemm.get_num_sms()
     ckgemm.set_num_sms(2)
     try:
-        got = ckgemm.grouped_gemm_packed(a, b, torch.tensor(sizes, device=dev))
+        got = ckgemm.grouped_gemm_packed(a, b, torch.tensor(sizes, device=dev), layout=layout)
     finally:
         ckgemm.set_num_sms(before)
     assert ckgemm.last_dispatch().paths[0].endswith(info["name"]), ckgemm.last_dispatch()
-    exact = torch.cat([x @ y.T for x, y in zip(a.float().split(sizes), b.float())]).to(got.dtype)
+    exact = torch.cat([x @ (y.T if layout == "RC" else y)
+                       for x, y in zip(a.float().split(sizes), b.float())]).to(got.dtype)
     check(got, exact, rtol=0.0, atol=0.0, name=f"{info['name']} one cluster")
 
 

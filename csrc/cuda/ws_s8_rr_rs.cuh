@@ -53,11 +53,13 @@ struct RsShape {
                                  cute::SM90::GMMA::MMA_64x256x32_S32S8S8_RS_TN>;
 };
 
-// The e4m3 form's chains: CKGEMM_F8_RR_CHAIN rows of the tile each (64: two chains a slab, the next slab's
-// fragments loaded under the first; 128: one chain a slab into twice the scratch, each slab's fragments loaded
-// before its chain). Their wgmma: 64 columns (a slab) x the chain's rows x 32 of K, into fp32.
+// The e4m3 form's chains: CKGEMM_F8_RR_CHAIN rows of the tile each (128, the default: one chain a slab into a
+// 64-register scratch, each slab's fragments loaded before its chain; 64: two chains a slab into 32 registers,
+// the next slab's fragments loaded under the first). Their wgmma: 64 columns (a slab) x the chain's rows x 32 of
+// K, into fp32. On DeepSeek-V3 prefill (H100, graph replay, two processes each) 128 ran 1.03-1.04x RC's time
+// and 64 1.07-1.09x; on decode both 0.95x (docs/PERF_2026-12-06g.md). Neither spills.
 #ifndef CKGEMM_F8_RR_CHAIN
-#define CKGEMM_F8_RR_CHAIN 64
+#define CKGEMM_F8_RR_CHAIN 128
 #endif
 static_assert(CKGEMM_F8_RR_CHAIN == 64 || CKGEMM_F8_RR_CHAIN == 128, "CKGEMM_F8_RR_CHAIN: 64 or 128");
 constexpr int kF8Chain = CKGEMM_F8_RR_CHAIN, kF8Tmp = kF8Chain / 2;  // kF8Tmp: the chain's registers a thread

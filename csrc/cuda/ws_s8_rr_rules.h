@@ -8,8 +8,8 @@
 // at the RC kernel's speed (0.93-1.05x RC with rs_block_m's tile on an H100, docs/PERF_2026-12-06.md), where the
 // per-call transpose costs 1.2-2.9x.
 // Packed unscaled e4m3 RR calls (fp32 out) take the same rule (rules.cpp): the register-operand form on e4m3, its
-// 128 x 256 tile, where the per-call transpose costs 1.31x RC on DeepSeek-V3 prefill on an H100
-// (docs/PERF_2026-12-06f.md).
+// 128 x 256 tile, bit-equal to RC and 0.98-1.04x RC's time on DeepSeek-V3 prefill, 0.95x on its decode (H100,
+// graph replay, docs/PERF_2026-12-06g.md), where the per-call transpose cost 1.31x and 2.8x (06f).
 #pragma once
 
 #include <cstdint>
