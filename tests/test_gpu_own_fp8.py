@@ -1,7 +1,8 @@
 """ckgemm's own fp8 kernel (csrc/cuda/ws_fp8.cuh) behind the op: packed unscaled fp8 calls (fp32 out) and
 block-scaled ones (bf16 out) with device sizes whose groups average more than 64 rows route to it, where its
 192-wide tile pads N by at most 5% (csrc/cuda/rules.cpp; block-scaled calls take its 256-wide tile first where
-pairs of that pad N by at most 5%). Checked against the harness reference with
+pairs of that pad N by at most 5%); decode-sized calls (at most 32 rows a group) making 128 or more 256-wide
+tiles take its 256-wide tile, unscaled and block-scaled. Checked against the harness reference with
 NaN-poisoned outputs, against CUTLASS's 128x192 tile bit for bit (unscaled), under graph replay with new
 device sizes, and for its refusals (bad device sizes, more than 1024 groups, another promotion interval).
 CUTLASS only."""
@@ -22,7 +23,7 @@ from support import generator, poison
 pytestmark = MARKS + [pytest.mark.skipif(NATIVE != "cutlass", reason="ckgemm's own fp8 kernel is CUDA (sm_90a)")]
 
 OWN = "cutlass:ws_128x192x128_c1x2"
-WIDE = "cutlass:ws_128x256x128_c1x2"  # block scales only: where pairs of 256-wide tiles pad N by at most 5%
+WIDE = "cutlass:ws_128x256x128_c1x2"  # where pairs of 256-wide tiles pad N by at most 5%: block scales, and decode
 FP8 = torch.float8_e4m3fn
 
 
@@ -108,6 +109,19 @@ def test_own_block_kernel_replays_a_graph_with_new_device_sizes(n, path):
     a, b, gs, out = _block_call(sizes, n, 640, f"own-block-graph-{n}")
     replay_with_new_sizes(lambda: ckgemm.grouped_gemm_packed(a[0], b[0], gs, out=out, scale_a=a[1], scale_b=b[1]),
                           gs, out, lambda new: _check_block(out, a, b, new, 640, f"own block replay {new}"), path)
+
+
+def test_decode_sized_calls_take_the_own_256_wide_tile():
+    """Packed calls averaging at most 32 rows a group that make 128 or more 256-wide tiles (8 groups x 16 here)
+    run the own 256-wide tile (rules.cpp), unscaled and block-scaled: empty groups, single rows, 31 and 32 rows,
+    a partial last k-block (K 704)."""
+    sizes, n, k = [0, 1, 16, 31, 32, 5, 20, 9], 4096, 704
+    a, b, _, out = _call(sizes, n, k, "own-fp8-decode")
+    assert _paths() == {WIDE}, ckgemm.last_dispatch()
+    check_packed(out, a, b, sizes, FP8, k, "own fp8 decode")
+    a, b, _, out = _block_call(sizes, n, k, "own-block-decode")
+    assert _paths() == {WIDE}, ckgemm.last_dispatch()
+    _check_block(out, a, b, sizes, k, "own block decode")
 
 
 _FEED_RUN = """

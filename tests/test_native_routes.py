@@ -206,7 +206,7 @@ def test_packed_unscaled_fp8_takes_ckgemm_own_kernel_where_its_rule_allows(probe
         "K 200: the copies pad K to 208, which the own kernel takes"
     assert _route_packed(probe, fp8, f32, 0, 4, 4096, 2048, 7168, layout="RR")[:2] == ("ws_128x256x128_c1x2", 0), \
         "packed unscaled fp8 RR: the own RR kernel, no transpose"
-    assert _route_packed(probe, fp8, f32, 0, 32, 512, 4096, 7168)[0].startswith("coop_swapab_"), "16 rows a group"
+    assert _route_packed(probe, fp8, f32, 0, 4, 64, 4096, 7168)[0].startswith("coop_swapab_"), "16 rows a group"
     assert _route_packed(probe, fp8, bf16_out, 1, 32, 32768, 4096, 7168)[0] == "coop_128x192x128_c1x2"
     wide = "ws_128x256x128_c1x2"  # the own kernel's block-scaled 256-wide tile, first where pairs of it fit N
     assert _route_packed(probe, fp8, bf16_out, 2, 32, 32768, 4096, 7168) == (wide, 0, ""), "block scales, bf16 out"
@@ -226,7 +226,7 @@ def test_packed_unscaled_fp8_takes_ckgemm_own_kernel_where_its_rule_allows(probe
     assert _route_packed(probe, fp8, f32, 0, 4, 4096, 4096, 65536 + 16)[0] == own, "no block scales: no K limit"
     assert _route_packed(probe, fp8, f32, 2, 32, 32768, 4096, 7168)[0] == "pingpong_blockwise_64x128x128", \
         "block scales to fp32: CUTLASS's only instance of that kind"
-    assert _route_packed(probe, fp8, bf16_out, 2, 32, 512, 4096, 7168)[0].startswith("coop_blockwise_swapab_")
+    assert _route_packed(probe, fp8, bf16_out, 2, 4, 64, 4096, 7168)[0].startswith("coop_blockwise_swapab_")
     assert _route_packed(probe, fp8, bf16_out, 2, 1, 512, 256, 512)[0] == "coop_blockwise_128x128x128_c1x2", \
         "N 256 pads a 192-wide tile by 50% and a pair of 256-wide ones by 100%: CUTLASS's 128-wide blockwise tile"
     assert _route_packed(probe, torch.int8, 3, 0, 32, 32768, 4096, 7168)[0] == "coop_128x256x128_c1x2"
@@ -239,6 +239,25 @@ def test_packed_unscaled_fp8_takes_ckgemm_own_kernel_where_its_rule_allows(probe
     _, _, _, why = _route(probe, fp8, f32, "RC", 0, 2**31, 4096, 7168)
     assert why.startswith("coop_128x192x128_c1x2: ") and "2^31" in why, \
         "a packed-only instance's refusal is never the reason a list group is given"
+
+
+def test_decode_sized_packed_fp8_takes_the_own_256_wide_tile_where_swapab_would_go_wide(probe):
+    """Packed fp8 calls of at most 32 rows a group (unscaled to fp32, block-scaled to bf16) take ckgemm's own
+    256-wide tile where the SwapAB rule would take its 256-wide tile (128 such tiles or more: as many own tiles,
+    in clusters sharing A); fewer tiles keep the 128-wide SwapAB tile, N that pads pairs of 256-wide tiles by
+    more than 5% the 256-wide SwapAB tile, and groups of 33-64 rows the 64-row tiles. int8 and row-scaled fp8
+    have no own RC kernel: SwapAB."""
+    fp8, f32, bf16_out = torch.float8_e4m3fn, 2, 1
+    own = "ws_128x256x128_c1x2"
+    for scaling, out, swap in ((0, f32, "coop_swapab"), (2, bf16_out, "coop_blockwise_swapab")):
+        assert _route_packed(probe, fp8, out, scaling, 32, 512, 4096, 7168) == (own, 0, ""), "DeepSeek-V3 decode"
+        assert _route_packed(probe, fp8, out, scaling, 8, 128, 4096, 7168)[0] == own, "8 x 16 = 128 tiles"
+        assert _route_packed(probe, fp8, out, scaling, 128, 128 * 8, 2048, 7168)[0] == own, "128 experts, 8 rows"
+        assert _route_packed(probe, fp8, out, scaling, 7, 112, 4096, 7168)[0] == f"{swap}_32x128x128", "112 tiles"
+        assert _route_packed(probe, fp8, out, scaling, 32, 512, 3832, 7168)[0] == f"{swap}_32x256x128", "N pads 6.9%"
+        assert _route_packed(probe, fp8, out, scaling, 32, 32 * 48, 4096, 7168)[0].startswith("pingpong"), "48 rows"
+    assert _route_packed(probe, torch.int8, 3, 0, 32, 512, 4096, 7168)[0] == "coop_swapab_32x256x128"
+    assert _route_packed(probe, fp8, bf16_out, 1, 32, 512, 4096, 7168)[0] == "coop_swapab_32x256x128"
 
 
 def test_a_promotion_interval_other_than_4_sends_unscaled_fp8_to_cutlass(probe):
