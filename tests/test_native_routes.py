@@ -256,6 +256,9 @@ def test_decode_sized_packed_fp8_takes_the_own_256_wide_tile_where_swapab_would_
         assert _route_packed(probe, fp8, out, scaling, 7, 112, 4096, 7168)[0] == f"{swap}_32x128x128", "112 tiles"
         assert _route_packed(probe, fp8, out, scaling, 32, 512, 3832, 7168)[0] == f"{swap}_32x256x128", "N pads 6.9%"
         assert _route_packed(probe, fp8, out, scaling, 32, 32 * 48, 4096, 7168)[0].startswith("pingpong"), "48 rows"
+    assert _route_packed(probe, fp8, f32, 0, 8, 8192, 1024, 7168)[0] == "coop_128x128x128_c1x2", \
+        "unscaled prefill where 192 pads N: CUTLASS's 128-wide tile, not the own 256-wide one (timed on decode only)"
+    assert _route_packed(probe, fp8, bf16_out, 2, 8, 8192, 1024, 7168)[0] == own, "block-scaled prefill: its rule"
     assert _route_packed(probe, torch.int8, 3, 0, 32, 512, 4096, 7168)[0] == "coop_swapab_32x256x128"
     assert _route_packed(probe, fp8, bf16_out, 1, 32, 512, 4096, 7168)[0] == "coop_swapab_32x256x128"
 

@@ -121,7 +121,9 @@ constexpr int64_t kWideSwapTiles = 128;
 // 16 rows on average, N 4096, K 7168; H100, graph replay, four rounds) the block-scaled one ran 0.3416 ms, 91.7%
 // of the copy bandwidth in weight bytes, against 0.3548 ms (88.3%) for CUTLASS's blockwise SwapAB 32x256; the
 // own 8-bit RR kernel's tile of the same shape 0.338 ms unscaled, and the SwapAB 32x256 0.3568 ms (87.8%)
-// (docs/PERF_2026-12-06g.md). Fewer tiles keep the 128-wide SwapAB tile, which streams weights on more SMs.
+// (docs/PERF_2026-12-06g.md; on another H100 95.4% unscaled and 95.0% block against SwapAB's 93.5% and 94.1%).
+// Fewer tiles keep the 128-wide SwapAB tile, which streams weights on more SMs. The unscaled 256-wide tile was
+// timed on decode only, so larger groups rank it last (the block-scaled one's prefill rule is below).
 // ckgemm's own fp8 kernel (table order: before CUTLASS's tiles of its kind) ranks as a 128x192 tile does: on
 // the packed calls it takes, unscaled it was 6-21% faster than CUTLASS's 128x192 at the same output
 // (docs/PERF_2026-12-02.md); block-scaled, 0.99-1.11x CUTLASS's blockwise 128x128 (docs/PERF_2026-12-03d.md).
@@ -136,11 +138,13 @@ bool own_16bit_fits(int64_t m) { return m > 256; }
 
 int rank_for(const Spec& s, int64_t m, int64_t n, int64_t groups) {
   const bool wide16 = element_bytes(s.kind.dtype) == 2;
-  if (s.schedule.packed_only && !wide16 && s.tn == 256 && pads_over_5pct(n, 512)) return 6;
+  const bool own8_256 = s.schedule.packed_only && !wide16 && s.tn == 256;
+  if (own8_256 && pads_over_5pct(n, 512)) return 6;
   const bool swap = s.schedule.swap_ab;
   const bool small_tile = s.tm <= 64 && !swap;
   const bool wide = groups * ((n + 255) / 256) >= kWideSwapTiles;
-  if (m <= 32 && wide && s.schedule.packed_only && !wide16 && s.tn == 256) return -1;  // the own 8-bit decode tile
+  if (m <= 32 && wide && own8_256) return -1;  // the own 8-bit decode tile
+  if (own8_256 && s.kind.scaling == Scaling::None && s.kind.layout == Layout::RC) return 6;  // timed on decode only
   if (m <= 32 && swap) return (s.tn == 256) == wide ? 0 : 1;
   if (m <= 64) return small_tile ? 2 : swap ? 3 : (s.tn == 256 ? 4 : 5);
   if (swap) return 4;
