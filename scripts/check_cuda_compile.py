@@ -31,11 +31,13 @@ from build_support import cuda  # noqa: E402
 def ci_subset(table: list[dict]) -> set[str]:
     """One instance key per family (first in table order): every schedule, scaling, input dtype (each its own
     wgmma flavour) and output type (each its own epilogue), and every tile of each schedule and scaling (each
-    its own collective shapes); the RR twins differ only in B's layout tag."""
+    its own collective shapes); CUTLASS's RR twins differ only in B's layout tag, while ckgemm's own RR rows are
+    other kernels (ws_s8_rr_rs.cuh), so for own rows the layout is part of both families."""
     seen, keys = set(), set()
     for row in table:
-        families = ((row["scaling"], row["schedule"], row["dtype"], row["out"]),
-                    (row["scaling"], row["schedule"], row["tile"]))
+        own = (row["layout"],) if row["schedule"] == "OwnWarpSpecialized" else ()
+        families = ((row["scaling"], row["schedule"], row["dtype"], row["out"]) + own,
+                    (row["scaling"], row["schedule"], row["tile"]) + own)
         if any(f not in seen for f in families):
             seen.update(families)
             keys.add(row["key"])

@@ -181,8 +181,8 @@ def test_packed_unscaled_fp8_takes_ckgemm_own_kernel_where_its_rule_allows(probe
     takes ckgemm's own kernel (ws_fp8.cuh) first, and so do block-scaled ones to bf16; its rule
     (ws_fp8_rules.h) sends everything else on: list groups, more than 1024 groups, K or B's group stride off
     TMA's 16 bytes, block scales past 512 k-blocks, the row recipe (no own instance), decode-sized groups (the
-    SwapAB and ping-pong tiles rank first). Block-scaled calls take its 256-wide tile where pairs of it pad N by
-    at most 5%, else its 192-wide one."""
+    SwapAB and ping-pong tiles rank first, except where the own 256-wide tile takes decode, next test).
+    Block-scaled calls take its 256-wide tile where pairs of it pad N by at most 5%, else its 192-wide one."""
     fp8, f32, bf16_out = torch.float8_e4m3fn, 2, 1
     own = "ws_128x192x128_c1x2"
     assert _route_packed(probe, fp8, f32, 0, 32, 32768, 4096, 7168) == (own, 0, "")

@@ -96,7 +96,8 @@ const std::vector<int>& ids_of(const Kind& kind) {
 constexpr int64_t kWideSwapTiles = 128;
 
 // The selection rule, from H200 measurements (docs/PERF.md): rank of an instance for `groups` groups of
-// about m rows and n columns (lower first). Decode-sized M (<= 32 rows) takes a SwapAB tile, whose MMA
+// about m rows and n columns (lower first). Decode-sized M (<= 32 rows) takes a SwapAB tile (packed 8-bit calls
+// making a wave of 256-wide tiles: ckgemm's own 256-wide tile, below), whose MMA
 // pads a group's rows to 32 rather than 64 (the weights fill its 128- or 256-row side: the wider when the
 // call makes a wave of tiles); up to 64 rows the 64-row ping-pong tile, which fills the SMs with more
 // tiles; otherwise the cooperative tiles, 128-row ones first, in table order: int8 128x256, 16-bit 128x256

@@ -1,8 +1,8 @@
 // ckgemm's own grouped GEMM mainloop for SM90 (packed MoE form, RC: A [rows, K], B [G, N, K]), fp8 and, unscaled,
 // bf16/fp16, built from CuTe's wgmma/TMA atoms rather than a CUTLASS collective, so the tile and the promotion
-// are ours. The op routes unscaled fp8 packed calls to its 128x192 A-multicast form, block-scaled ones to its
-// 128x256 or 128x192 A-multicast form, and 16-bit packed calls of more than 256 rows a group to its 128x256 or
-// 128x192 16-bit form (ws_instance.cuh, rules.cpp);
+// are ours. The op routes unscaled fp8 packed calls to its 128x192 A-multicast form (decode-sized ones making a
+// wave of 256-wide tiles to its 128x256), block-scaled ones to its 128x256 or 128x192 A-multicast form, and 16-bit
+// packed calls of more than 256 rows a group to its 128x256 or 128x192 16-bit form (ws_instance.cuh, rules.cpp);
 // every recipe and variant is checked and timed by benchmarks/native/bench_ws_fp8.py (docs/PERF_2026-12-02.md;
 // its row recipe in the op trailed CUTLASS's on short K and many groups, docs/PERF_2026-12-03e.md).
 //

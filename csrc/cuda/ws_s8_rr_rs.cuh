@@ -1,4 +1,4 @@
-// ckgemm's own int8 RR grouped kernel, third form: B [G, K, N] (N contiguous) loaded by TMA as it is stored and
+// ckgemm's own 8-bit RR grouped kernel (int8; e4m3 below), third form: B [G, K, N] (N contiguous) loaded by TMA as it is stored and
 // never transposed in shared memory. The kernel computes the transposed product, C^T = B^T A^T: B's tile is the
 // wgmma's register operand, A's tile its shared-memory operand (K-major, as TMA writes A for RC).
 //

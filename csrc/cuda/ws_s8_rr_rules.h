@@ -1,4 +1,4 @@
-// What ckgemm's own int8 RR grouped kernels (ws_s8_rr_rs.cuh, the one the op launches; the experiments
+// What ckgemm's own 8-bit RR grouped kernels (ws_s8_rr_rs.cuh, int8 and e4m3, the one the op launches; the experiments
 // ws_s8_rr.cuh, ws_s8_rr_tma.cuh) take, in plain C++: the one statement of their rule, read by the router
 // (rules.cpp, through instance_rejects_packed), by their launch (ws_s8_rr_launch.cuh) and by the benchmark's C
 // entry. Packed calls only: int8 A [rows, k] through TMA (16-byte aligned base and leading dimension), B [groups,
