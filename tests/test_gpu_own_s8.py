@@ -35,7 +35,7 @@ def _paths():
 # empty groups first, between and last; single rows; both tiles' row edges (127/128/129, 255/256/257); a partial
 # last k-block (K 2880, 208); N past a tile (272, 3856: a pair's second tile partly or wholly past N, a warp group
 # with no columns); one big group beside empty ones. Average rows a group: the first five take the 256-row tile,
-# the last three the 128-row tile.
+# the last three the 128-row tile (int8; fp8 has the 128-row tile only).
 CASES = [([0, 1, 127, 128, 129, 300, 0, 1000, 0], 512, 256), ([700, 0, 513, 66], 3856, 2880),
          ([1, 127, 256], 272, 208), ([5000] + [0] * 6, 768, 1024), ([255, 256, 257, 0], 272, 208),
          ([3, 17, 1, 9], 4096, 7168), ([0, 1, 127, 128, 129] + [0] * 7, 3856, 2880), ([64] * 8, 272, 208)]
