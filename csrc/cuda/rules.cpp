@@ -186,12 +186,12 @@ std::string instance_rejects(int id, const GroupDesc& g) {
 // alignment iff the leading dimensions and B's group stride do, so the envelope decides for all.
 std::string instance_rejects_packed(int id, const PackedArgs& p) {
   const InstanceInfo& info = instance_info(id);
-  if (info.packed_only && info.kind.dtype == DType::I8) return ws::s8::rejects(p);
   const int in = element_bytes(info.kind.dtype);
-  if (info.packed_only && in == 1 && info.kind.scaling == Scaling::None && fp8_promotion_interval() != 4)  // block: every block
+  if (info.packed_only && info.kind.dtype == DType::FP8_E4M3 && info.kind.scaling == Scaling::None &&
+      fp8_promotion_interval() != 4)  // block: every block
     return "promotes every 4 wgmma k-blocks only (CKGEMM_FP8_PROMOTION=" + std::to_string(fp8_promotion_interval()) +
            " is CUTLASS's)";
-  if (info.packed_only && info.kind.layout == Layout::RR) return ws::s8::rejects(p);  // e4m3 RR: the int8 kernel's rule
+  if (info.packed_only && info.kind.layout == Layout::RR) return ws::s8::rejects(p);  // the 8-bit RR kernel, int8 and e4m3
   if (info.packed_only)
     return ws::rejects(p, out_bytes(info.kind.out), info.kind.scaling == Scaling::Block, in);
   const GroupDesc envelope{p.a, p.b, p.c, p.rows, p.n, p.k, p.lda, p.ldb, p.ldc, p.sa, p.sb};

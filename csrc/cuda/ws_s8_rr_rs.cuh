@@ -31,11 +31,12 @@
 // What it takes is ws_s8_rr_rules.h's rule (the launch refuses the rest); B rows past K and columns past N are
 // TMA's zero fill.
 // The same kernel on e4m3 (F8: the 128 x 256 tile only, fp32 out), for packed unscaled fp8 RR calls: each
-// warp group's k-block is a chain of four wgmmas per slab and part of the tile's rows (kF8Chain), each summed in
-// the tensor core into a scratch and then added into the fp32 accumulator (promotion every 128 of K, as the RC
-// kernels' interval 4). A chain waits for its wgmmas before its promotion, as the RC kernel's halves do
-// (ws_fp8.cuh); the other warp group's chain runs meanwhile. The stage is released after the k-block's last
-// chain.
+// warp group's k-block is a chain of four m64n128k32 wgmmas per slab, summed in the tensor core into a scratch
+// and then added into the fp32 accumulator (promotion every 128 of K, as the RC kernels' interval 4). A chain
+// waits for its wgmmas before its promotion, as the RC kernel's halves do (ws_fp8.cuh); the other warp group's
+// chain runs meanwhile. The stage is released after the k-block's last chain. Two chains a slab of 64 rows each
+// (m64n64, the next slab's fragments loaded under the first) ran 1.07-1.09x RC's time on DeepSeek-V3 prefill
+// against this form's 1.03-1.04x (H100, docs/PERF_2026-12-06g.md) and were dropped.
 #pragma once
 
 #include "ws_s8_parts.cuh"
@@ -53,18 +54,10 @@ struct RsShape {
                                  cute::SM90::GMMA::MMA_64x256x32_S32S8S8_RS_TN>;
 };
 
-// The e4m3 form's chains: CKGEMM_F8_RR_CHAIN rows of the tile each (128, the default: one chain a slab into a
-// 64-register scratch, each slab's fragments loaded before its chain; 64: two chains a slab into 32 registers,
-// the next slab's fragments loaded under the first). Their wgmma: 64 columns (a slab) x the chain's rows x 32 of
-// K, into fp32. On DeepSeek-V3 prefill (H100, graph replay, two processes each) 128 ran 1.03-1.04x RC's time
-// and 64 1.07-1.09x; on decode both 0.95x (docs/PERF_2026-12-06g.md). Neither spills.
-#ifndef CKGEMM_F8_RR_CHAIN
-#define CKGEMM_F8_RR_CHAIN 128
-#endif
-static_assert(CKGEMM_F8_RR_CHAIN == 64 || CKGEMM_F8_RR_CHAIN == 128, "CKGEMM_F8_RR_CHAIN: 64 or 128");
-constexpr int kF8Chain = CKGEMM_F8_RR_CHAIN, kF8Tmp = kF8Chain / 2;  // kF8Tmp: the chain's registers a thread
-using MmaF8 = std::conditional_t<kF8Chain == 64, cute::SM90::GMMA::MMA_64x64x32_F32E4M3E4M3_RS_TN<>,
-                                 cute::SM90::GMMA::MMA_64x128x32_F32E4M3E4M3_RS_TN<>>;
+// The e4m3 form's wgmma: 64 columns (a slab) x the tile's 128 rows x 32 of K, into fp32; kF8Tmp: its scratch
+// registers a thread.
+using MmaF8 = cute::SM90::GMMA::MMA_64x128x32_F32E4M3E4M3_RS_TN<>;
+constexpr int kF8Tmp = 64;
 
 template <int BM>
 struct alignas(1024) SmemRs {
@@ -113,47 +106,36 @@ __device__ __forceinline__ void store_slab_s32(const Params& p, const Tile& t, c
     }
 }
 
-// A slab's A fragments for the k-block's four 32s of K from the raw tile at raw (this lane's ldmatrix row).
-__device__ __forceinline__ void load_fragments(uint32_t raw, uint32_t even, uint32_t odd, uint32_t (&f)[kBlockK / 32][4]) {
-#pragma unroll
-  for (int kk = 0; kk < kBlockK / 32; ++kk) {
-    uint32_t d[4];
-    ldsm_x4_trans(raw + kk * 32 * 128, d);  // +32 rows of K: the swizzle's row % 8 holds
-    rs_fragment(d, even, odd, f[kk]);
-  }
+// The A fragment of one 32 of K from the raw tile: raw is this lane's ldmatrix row there.
+__device__ __forceinline__ void load_fragment(uint32_t raw, uint32_t even, uint32_t odd, uint32_t (&f)[4]) {
+  uint32_t d[4];
+  ldsm_x4_trans(raw, d);
+  rs_fragment(d, even, odd, f);
 }
 
-// One k-block of the e4m3 form (128 x 256 tile): for each slab, each chain's rows (+64 rows of A: +512 in the
-// descriptor) are four wgmmas into tmp, waited for and added into the slab's accumulator, whose registers
-// kF8Tmp * h .. are that chain's (the m64n128 fragment's columns kF8Chain * h ..). raw: this lane's ldmatrix
-// rows of the stage for each slab; da: the descriptor's low word of the stage's A tile.
+// One k-block of the e4m3 form (128 x 256 tile): for each slab, its fragments (+32 rows of K each: the swizzle's
+// row % 8 holds), then four wgmmas into tmp, waited for and added into the slab's accumulator. raw: this lane's
+// ldmatrix rows of the stage for each slab; da: the descriptor's low word of the stage's A tile.
 __device__ __forceinline__ void f8_kblock(uint32_t (&acc)[2][64], const uint32_t (&raw)[2], uint32_t da, uint32_t even,
                                           uint32_t odd) {
-  constexpr int kChains = 128 / kF8Chain, kBuffers = kChains;  // two chains a slab leave time to load the next
   float tmp[kF8Tmp];
-  uint32_t frag[kBuffers][kBlockK / 32][4];
-  load_fragments(raw[0], even, odd, frag[0]);
+  uint32_t frag[kBlockK / 32][4];
 #pragma unroll
   for (int sl = 0; sl < 2; ++sl) {
-    if (kBuffers == 1 && sl > 0) load_fragments(raw[sl], even, odd, frag[0]);
 #pragma unroll
-    for (int h = 0; h < kChains; ++h) {
+    for (int kk = 0; kk < kBlockK / 32; ++kk) load_fragment(raw[sl] + kk * 32 * 128, even, odd, frag[kk]);
 #pragma unroll
-      for (int i = 0; i < kF8Tmp; ++i) cute::warpgroup_fence_operand(tmp[i]);
-      cute::warpgroup_arrive();
+    for (int i = 0; i < kF8Tmp; ++i) cute::warpgroup_fence_operand(tmp[i]);
+    cute::warpgroup_arrive();
 #pragma unroll
-      for (int kk = 0; kk < kBlockK / 32; ++kk)  // +32 bytes along K inside A's swizzled row: +2 in the descriptor
-        mma_rs<MmaF8>(frag[sl % kBuffers][kk], desc_of(da + h * 512 + 2 * kk), tmp, std::make_index_sequence<kF8Tmp>{},
-                      kk > 0);
-      cute::warpgroup_commit_batch();
-      if (kBuffers == 2 && sl == 0 && h == 0) load_fragments(raw[1], even, odd, frag[kBuffers - 1]);  // under it
-      cute::warpgroup_wait<0>();
+    for (int kk = 0; kk < kBlockK / 32; ++kk)  // +32 bytes along K inside A's swizzled row: +2 in the descriptor
+      mma_rs<MmaF8>(frag[kk], desc_of(da + 2 * kk), tmp, std::make_index_sequence<kF8Tmp>{}, kk > 0);
+    cute::warpgroup_commit_batch();
+    cute::warpgroup_wait<0>();
 #pragma unroll
-      for (int i = 0; i < kF8Tmp; ++i) cute::warpgroup_fence_operand(tmp[i]);
+    for (int i = 0; i < kF8Tmp; ++i) cute::warpgroup_fence_operand(tmp[i]);
 #pragma unroll
-      for (int i = 0; i < kF8Tmp; ++i)
-        acc[sl][kF8Tmp * h + i] = __float_as_uint(__uint_as_float(acc[sl][kF8Tmp * h + i]) + tmp[i]);
-    }
+    for (int i = 0; i < kF8Tmp; ++i) acc[sl][i] = __float_as_uint(__uint_as_float(acc[sl][i]) + tmp[i]);
   }
 }
 
