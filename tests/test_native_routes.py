@@ -241,25 +241,33 @@ def test_packed_unscaled_fp8_takes_ckgemm_own_kernel_where_its_rule_allows(probe
         "a packed-only instance's refusal is never the reason a list group is given"
 
 
-def test_decode_sized_packed_fp8_takes_the_own_256_wide_tile_where_swapab_would_go_wide(probe):
-    """Packed fp8 calls of at most 32 rows a group (unscaled to fp32, block-scaled to bf16) take ckgemm's own
-    256-wide tile where the SwapAB rule would take its 256-wide tile (128 such tiles or more: as many own tiles,
-    in clusters sharing A); fewer tiles keep the 128-wide SwapAB tile, N that pads pairs of 256-wide tiles by
-    more than 5% the 256-wide SwapAB tile, and groups of 33-64 rows the 64-row tiles. int8 and row-scaled fp8
-    have no own RC kernel: SwapAB."""
-    fp8, f32, bf16_out = torch.float8_e4m3fn, 2, 1
+def test_decode_sized_packed_8bit_takes_the_own_256_wide_tile_where_swapab_would_go_wide(probe):
+    """Packed 8-bit calls of at most 32 rows a group (fp8 unscaled to fp32 and block-scaled to bf16, int8 to
+    int32) take ckgemm's own 256-wide tile where the SwapAB rule would take its 256-wide tile (128 such tiles or
+    more: as many own tiles, in clusters sharing A); fewer tiles keep the 128-wide SwapAB tile, N that pads pairs
+    of 256-wide tiles by more than 5% the 256-wide SwapAB tile, and groups of 33-64 rows the 64-row tiles.
+    Row-scaled 8-bit has no own RC kernel: SwapAB. Unscaled prefill keeps CUTLASS's tiles (the own 256-wide
+    tiles were timed on decode only)."""
+    fp8, f32, bf16_out, i32 = torch.float8_e4m3fn, 2, 1, 3
     own = "ws_128x256x128_c1x2"
-    for scaling, out, swap in ((0, f32, "coop_swapab"), (2, bf16_out, "coop_blockwise_swapab")):
-        assert _route_packed(probe, fp8, out, scaling, 32, 512, 4096, 7168) == (own, 0, ""), "DeepSeek-V3 decode"
-        assert _route_packed(probe, fp8, out, scaling, 8, 128, 4096, 7168)[0] == own, "8 x 16 = 128 tiles"
-        assert _route_packed(probe, fp8, out, scaling, 128, 128 * 8, 2048, 7168)[0] == own, "128 experts, 8 rows"
-        assert _route_packed(probe, fp8, out, scaling, 7, 112, 4096, 7168)[0] == f"{swap}_32x128x128", "112 tiles"
-        assert _route_packed(probe, fp8, out, scaling, 32, 512, 3832, 7168)[0] == f"{swap}_32x256x128", "N pads 6.9%"
-        assert _route_packed(probe, fp8, out, scaling, 32, 32 * 48, 4096, 7168)[0].startswith("pingpong"), "48 rows"
+    for dtype, scaling, out, swap in ((fp8, 0, f32, "coop_swapab"), (fp8, 2, bf16_out, "coop_blockwise_swapab"),
+                                      (torch.int8, 0, i32, "coop_swapab")):
+        case = (dtype, scaling)
+        assert _route_packed(probe, dtype, out, scaling, 32, 512, 4096, 7168) == (own, 0, ""), case
+        assert _route_packed(probe, dtype, out, scaling, 8, 128, 4096, 7168)[0] == own, ("8 x 16 = 128 tiles", case)
+        assert _route_packed(probe, dtype, out, scaling, 128, 128 * 8, 2048, 7168)[0] == own, ("128 experts", case)
+        assert _route_packed(probe, dtype, out, scaling, 7, 112, 4096, 7168)[0] == f"{swap}_32x128x128", case
+        assert _route_packed(probe, dtype, out, scaling, 32, 512, 3832, 7168)[0] == f"{swap}_32x256x128", \
+            ("N pads 6.9%", case)
+        assert _route_packed(probe, dtype, out, scaling, 32, 32 * 48, 4096, 7168)[0].startswith("pingpong"), case
     assert _route_packed(probe, fp8, f32, 0, 8, 8192, 1024, 7168)[0] == "coop_128x128x128_c1x2", \
         "unscaled prefill where 192 pads N: CUTLASS's 128-wide tile, not the own 256-wide one (timed on decode only)"
+    assert _route_packed(probe, torch.int8, i32, 0, 8, 8192, 1024, 7168)[0] == "coop_128x256x128_c1x2", \
+        "int8 prefill: CUTLASS's 128 x 256 tile"
     assert _route_packed(probe, fp8, bf16_out, 2, 8, 8192, 1024, 7168)[0] == own, "block-scaled prefill: its rule"
-    assert _route_packed(probe, torch.int8, 3, 0, 32, 512, 4096, 7168)[0] == "coop_swapab_32x256x128"
+    name, flags, why = _route_packed(probe, torch.int8, i32, 0, 1025, 1025 * 16, 4096, 7168)
+    assert why == "" and name == "coop_swapab_32x256x128" and flags == 0, "past 1024 groups: CUTLASS's SwapAB"
+    assert _route_packed(probe, torch.int8, bf16_out, 1, 32, 512, 4096, 7168)[0] == "coop_swapab_32x256x128"
     assert _route_packed(probe, fp8, bf16_out, 1, 32, 512, 4096, 7168)[0] == "coop_swapab_32x256x128"
 
 

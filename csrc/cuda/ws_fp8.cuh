@@ -52,8 +52,8 @@ template <int BN, bool McastB, Recipe R, class Out, int Feed, In I = In::E4M3, b
 __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_constant__ Params p) {
   using Cfg = Config<BN, McastB>;
   static_assert(Feed == kFeedWarp || Feed == kFeedTma, "scale feed: kFeedWarp or kFeedTma");
-  static_assert(I == In::E4M3 || R == Recipe::None, "16-bit operands: unscaled only");
-  static_assert(!Dyn || (R == Recipe::None && !McastB), "dynamic units (ws_units.cuh): unscaled A-multicast pairs");
+  static_assert(I == In::E4M3 || R == Recipe::None, "16-bit and int8 operands: unscaled only");
+  static_assert(!Dyn || (in_bytes(I) == 2 && !McastB), "dynamic units (ws_units.cuh): 16-bit A-multicast pairs");
   constexpr bool kScaleWarp = R == Recipe::Block && Feed == kFeedWarp;
   constexpr bool kScaleTma = R == Recipe::Block && Feed == kFeedTma;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
@@ -125,7 +125,9 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
     int stage = 0;
     uint32_t phase = 0;
     constexpr int kHalves = Cfg::kHalves, kTmp = Cfg::kMmaN / 2;  // scratch registers of one wgmma group
-    float acc[BN / 2], tmp[kTmp];
+    // int8's accumulator holds int32 (typed so, or ptxas serialises the wgmmas that write it: C7511)
+    std::conditional_t<I == In::S8, uint32_t, float> acc[BN / 2];
+    float tmp[kTmp];
     // The descriptors' low words at stage 0, warp-uniform through __shfl_sync (as DeepGEMM does), so that each
     // k-block's descriptors are a uniform-register add rather than vector arithmetic moved by R2UR.
     const uint32_t a_lo0 = __shfl_sync(0xffffffffu, smem_desc_lo(s.a[0] + wg * 64 * kBlockK), 0);
@@ -193,67 +195,69 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
       const int sa_off = r_lo + (t.row0 & 3);  // kFeedTma: this thread's first row in the stage's 132 A scales
       const int split = (t.n0 / 128 + 1) * 128 - t.n0;  // Block: columns [0, split) use the stage's sb[0], the rest sb[1]
 #pragma unroll
-      for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
-      // The k-loop, instantiated per position of the B scale block boundary in the tile (a compile-time kSplit,
-      // as DeepGEMM dispatches it) rather than branching on it in every k-block's promotion.
-      auto k_loop = [&](auto split_c) {
-        [[maybe_unused]] constexpr int kSplit = decltype(split_c)::value;
-#pragma unroll (kScaleTma ? 8 : 1)
-        for (int kb = 0; kb < k_blocks; ++kb) {
-          [[maybe_unused]] float a_lo = 1.f, a_hi = 1.f, b0 = 1.f, b1 = 1.f;
-          // kFeedTma: B's scales before the wait, as DeepGEMM reads them
-          if constexpr (kScaleTma) { b0 = s.sbt[cur][wg][0][kb]; b1 = s.sbt[cur][wg][1][kb]; }
-          Barrier::wait(&s.full[stage], phase);
-          if constexpr (kScaleTma) { a_lo = s.sa[stage][sa_off]; a_hi = s.sa[stage][sa_off + 8]; }  // before the fence
-#pragma unroll
-          for (int h = 0; h < kHalves; ++h) {
-#pragma unroll
-            for (int i = 0; i < kTmp; ++i) cute::warpgroup_fence_operand(tmp[i]);
-            cute::warpgroup_arrive();
-            // B's half h: 128 rows of 128 bytes further into the stage (+1024 in the descriptor's 16-byte units)
-            const uint32_t da = a_lo0 + stage * (Cfg::kBytesA / 16), db = b_lo0 + stage * (Cfg::kBytesB / 16) + h * 1024;
-#pragma unroll
-            for (int kk = 0; kk < kBlockK / 32; ++kk)  // +32 bytes along K inside the swizzled row: +2 in the descriptor
-              mma_call<Mma<Cfg::kMmaN>>(desc_of(da + 2 * kk), desc_of(db + 2 * kk), tmp, kk > 0,
-                                        std::make_index_sequence<kTmp>{});
-            cute::warpgroup_commit_batch();
-            if constexpr (CKGEMM_WS_AHEAD == 2)
-              if (h == 0 && kb == 0) ahead();
-            if (h == 0) {
-              // kFeedWarp reads the scales under the wgmmas (a load issued before wgmma.fence, which waits for every
-              // register write in flight, would stall the MMAs' issue for its latency); kFeedTma read them above.
-              if constexpr (kScaleWarp) {
-                a_lo = s.sa[stage][r_lo]; a_hi = s.sa[stage][r_lo + 8]; b0 = s.sb[stage][0]; b1 = s.sb[stage][1];
+      for (int i = 0; i < BN / 2; ++i) acc[i] = 0;
+      if constexpr (I != In::E4M3) {  // 16-bit and int8: no promotion
+        k_loop_direct<BN, I>(s, acc, a_lo0 + 0, b_lo0 + 0, k_blocks, stage, phase, lane);
+      } else {
+        // The k-loop, instantiated per position of the B scale block boundary in the tile (a compile-time kSplit,
+        // as DeepGEMM dispatches it) rather than branching on it in every k-block's promotion.
+        auto k_loop = [&](auto split_c) {
+          [[maybe_unused]] constexpr int kSplit = decltype(split_c)::value;
+  #pragma unroll (kScaleTma ? 8 : 1)
+          for (int kb = 0; kb < k_blocks; ++kb) {
+            [[maybe_unused]] float a_lo = 1.f, a_hi = 1.f, b0 = 1.f, b1 = 1.f;
+            // kFeedTma: B's scales before the wait, as DeepGEMM reads them
+            if constexpr (kScaleTma) { b0 = s.sbt[cur][wg][0][kb]; b1 = s.sbt[cur][wg][1][kb]; }
+            Barrier::wait(&s.full[stage], phase);
+            if constexpr (kScaleTma) { a_lo = s.sa[stage][sa_off]; a_hi = s.sa[stage][sa_off + 8]; }  // before the fence
+  #pragma unroll
+            for (int h = 0; h < kHalves; ++h) {
+  #pragma unroll
+              for (int i = 0; i < kTmp; ++i) cute::warpgroup_fence_operand(tmp[i]);
+              cute::warpgroup_arrive();
+              // B's half h: 128 rows of 128 bytes further into the stage (+1024 in the descriptor's 16-byte units)
+              const uint32_t da = a_lo0 + stage * (Cfg::kBytesA / 16), db = b_lo0 + stage * (Cfg::kBytesB / 16) + h * 1024;
+  #pragma unroll
+              for (int kk = 0; kk < kBlockK / 32; ++kk)  // +32 bytes along K inside the swizzled row: +2 in the descriptor
+                mma_call<Mma<Cfg::kMmaN>>(desc_of(da + 2 * kk), desc_of(db + 2 * kk), tmp, kk > 0,
+                                          std::make_index_sequence<kTmp>{});
+              cute::warpgroup_commit_batch();
+              if constexpr (CKGEMM_WS_AHEAD == 2)
+                if (h == 0 && kb == 0) ahead();
+              if (h == 0) {
+                // kFeedWarp reads the scales under the wgmmas (a load issued before wgmma.fence, which waits for every
+                // register write in flight, would stall the MMAs' issue for its latency); kFeedTma read them above.
+                if constexpr (kScaleWarp) {
+                  a_lo = s.sa[stage][r_lo]; a_hi = s.sa[stage][r_lo + 8]; b0 = s.sb[stage][0]; b1 = s.sb[stage][1];
+                }
+              }
+              cute::warpgroup_wait<0>();
+  #pragma unroll
+              for (int i = 0; i < kTmp; ++i) cute::warpgroup_fence_operand(tmp[i]);
+              if (h == kHalves - 1) {
+                if (lane < 2) Barrier::arrive(&s.empty[stage], lane, 1);  // lane 0 here, lane 1 the other CTA
+                if (++stage == kStages) { stage = 0; phase ^= 1; }
+              }
+              float* part = acc + h * kTmp;
+              if constexpr (R == Recipe::Block) {
+                const float s_lo0 = a_lo * b0, s_hi0 = a_hi * b0, s_lo1 = a_lo * b1, s_hi1 = a_hi * b1;
+                if constexpr (BN == 256)  // a 256-wide tile starts on a 128-column scale block: one block per half
+                  promote<128, 128>(part, tmp, h ? s_lo1 : s_lo0, h ? s_hi1 : s_hi0, 0.f, 0.f);
+                else  // the B scale block boundary sits at column 128 or 64 of the tile
+                  promote<BN, kSplit>(part, tmp, s_lo0, s_hi0, s_lo1, s_hi1);
+              } else {
+  #pragma unroll
+                for (int i = 0; i < kTmp; ++i) part[i] += tmp[i];
               }
             }
-            cute::warpgroup_wait<0>();
-#pragma unroll
-            for (int i = 0; i < kTmp; ++i) cute::warpgroup_fence_operand(tmp[i]);
-            if (h == kHalves - 1) {
-              if (lane < 2) Barrier::arrive(&s.empty[stage], lane, 1);  // lane 0 here, lane 1 the other CTA
-              if (++stage == kStages) { stage = 0; phase ^= 1; }
-            }
-            float* part = acc + h * kTmp;
-            if constexpr (R == Recipe::Block) {
-              const float s_lo0 = a_lo * b0, s_hi0 = a_hi * b0, s_lo1 = a_lo * b1, s_hi1 = a_hi * b1;
-              if constexpr (BN == 256)  // a 256-wide tile starts on a 128-column scale block: one block per half
-                promote<128, 128>(part, tmp, h ? s_lo1 : s_lo0, h ? s_hi1 : s_hi0, 0.f, 0.f);
-              else  // the B scale block boundary sits at column 128 or 64 of the tile
-                promote<BN, kSplit>(part, tmp, s_lo0, s_hi0, s_lo1, s_hi1);
-            } else {
-#pragma unroll
-              for (int i = 0; i < kTmp; ++i) part[i] += tmp[i];
-            }
           }
+        };
+        if constexpr (R == Recipe::Block && BN == 192) {
+          if (split != 128) k_loop(std::integral_constant<int, 64>{});
+          else k_loop(std::integral_constant<int, 128>{});
+        } else {
+          k_loop(std::integral_constant<int, 128>{});
         }
-      };
-      if constexpr (I != In::E4M3) {
-        k_loop16<BN, I>(s, acc, a_lo0 + 0, b_lo0 + 0, k_blocks, stage, phase, lane);
-      } else if constexpr (R == Recipe::Block && BN == 192) {
-        if (split != 128) k_loop(std::integral_constant<int, 64>{});
-        else k_loop(std::integral_constant<int, 128>{});
-      } else {
-        k_loop(std::integral_constant<int, 128>{});
       }
       read_next();
       store_tile<BN, R, Out>(p, t, acc, r_lo, lane);

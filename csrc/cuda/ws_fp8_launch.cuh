@@ -68,10 +68,10 @@ inline int units_mode() {
 }
 
 // Whether a call's clusters draw their units from a counter (ws_units.cuh): kCanDraw, the kernels with that form
-// (16-bit, A multicast; fp8 instantiates the stride only), where units_drawn says so; the others take every
-// clusters-th unit.
+// (16-bit, A multicast; fp8 and int8 instantiate the stride only), where units_drawn says so; the others take
+// every clusters-th unit.
 template <In I, bool McastB>
-constexpr bool kCanDraw = I != In::E4M3 && !McastB;
+constexpr bool kCanDraw = in_bytes(I) == 2 && !McastB;
 template <In I, bool McastB>
 bool draws_units(const PackedArgs& c) {
   return kCanDraw<I, McastB> && units_drawn(units_mode(), c.rows, c.groups);
@@ -81,7 +81,7 @@ bool draws_units(const PackedArgs& c) {
 // counter of a call that draws its units (16 bytes), else none.
 template <Recipe R, In I = In::E4M3, bool McastB = false>
 size_t workspace_bytes(const PackedArgs& c, int feed) {
-  if (I != In::E4M3) return draws_units<I, McastB>(c) ? 16 : 0;
+  if (in_bytes(I) == 2) return draws_units<I, McastB>(c) ? 16 : 0;
   if (R != Recipe::Block || feed != kFeedTma) return 0;
   return static_cast<size_t>(mn_major_floats(c.rows, (c.k + kBlockK - 1) / kBlockK)) * sizeof(float);
 }
@@ -143,7 +143,7 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
     *why = "CKGEMM_WS_SCALES must be 0 (a producer warp copies the block scales) or 2 (DeepGEMM's feed)";
     return cudaErrorInvalidValue;
   }
-  if (I != In::E4M3 && units_mode() < 0) {
+  if (in_bytes(I) == 2 && units_mode() < 0) {
     *why = "CKGEMM_WS_UNITS must be auto (the default), dynamic or static";
     return cudaErrorInvalidValue;
   }

@@ -1,5 +1,5 @@
 // The device-side parts of ckgemm's own grouped kernel (ws_fp8.cuh): wgmma and TMA wrappers, the group
-// table and tile decoding, the promotion, the 16-bit k-loop and the epilogue.
+// table and tile decoding, the promotion, the k-loop without promotion (16-bit, int8) and the epilogue.
 #pragma once
 
 #include "ws_fp8_types.cuh"
@@ -7,8 +7,8 @@
 
 namespace ckgemm::ws {
 
-template <class M, size_t... I>
-__device__ __forceinline__ void mma_call(uint64_t da, uint64_t db, float* d, bool accumulate, std::index_sequence<I...>) {
+template <class M, class Acc, size_t... I>
+__device__ __forceinline__ void mma_call(uint64_t da, uint64_t db, Acc* d, bool accumulate, std::index_sequence<I...>) {
   M::fma(da, db, d[I]..., accumulate ? cute::SM90::GMMA::ScaleOut::One : cute::SM90::GMMA::ScaleOut::Zero);
 }
 
@@ -79,13 +79,13 @@ __device__ __forceinline__ void promote(float* acc, const float* tmp, float lo0,
   }
 }
 
-// The k-loop of 16-bit operands (ws_fp8.cuh's consumers): each 128-byte k-block is four m64nBNk16 wgmmas
-// straight into the fp32 accumulator (zeroed by the caller). One k-block's batch stays in flight while the next
-// is issued, and a stage is released once wait<1> says the batch that read it is done, as CUTLASS's mainloop
-// keeps its MMAs going: no promotion to wait for.
-template <int BN, In I, class S>
-__device__ __forceinline__ void k_loop16(S& s, float* acc, uint32_t a_lo0, uint32_t b_lo0, int k_blocks, int& stage,
-                                         uint32_t& phase, int lane) {
+// The k-loop of operands that need no promotion (ws_fp8.cuh's consumers): each 128-byte k-block is four
+// m64nBNk16 (16-bit) or m64nBNk32 (int8) wgmmas straight into the accumulator (zeroed by the caller: fp32, or
+// int8's int32). One k-block's batch stays in flight while the next is issued, and a stage is released once
+// wait<1> says the batch that read it is done, as CUTLASS's mainloop keeps its MMAs going.
+template <int BN, In I, class S, class Acc>
+__device__ __forceinline__ void k_loop_direct(S& s, Acc* acc, uint32_t a_lo0, uint32_t b_lo0, int k_blocks, int& stage,
+                                              uint32_t& phase, int lane) {
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
   constexpr int kStages = sizeof(s.full) / sizeof(s.full[0]);
   constexpr uint32_t kDescA = sizeof(s.a[0]) / 16, kDescB = sizeof(s.b[0]) / 16;  // a stage, in descriptor units
@@ -97,8 +97,8 @@ __device__ __forceinline__ void k_loop16(S& s, float* acc, uint32_t a_lo0, uint3
     cute::warpgroup_arrive();
     const uint32_t da = a_lo0 + stage * kDescA, db = b_lo0 + stage * kDescB;
 #pragma unroll
-    for (int kk = 0; kk < kBlockK / 32; ++kk)  // +32 bytes (16 elements) along K: +2 in the descriptor
-      mma_call<Mma16<I, BN>>(desc_of(da + 2 * kk), desc_of(db + 2 * kk), acc, true, std::make_index_sequence<BN / 2>{});
+    for (int kk = 0; kk < kBlockK / 32; ++kk)  // +32 bytes along K: +2 in the descriptor
+      mma_call<MmaDirect<I, BN>>(desc_of(da + 2 * kk), desc_of(db + 2 * kk), acc, true, std::make_index_sequence<BN / 2>{});
     cute::warpgroup_commit_batch();
     cute::warpgroup_wait<1>();
 #pragma unroll
@@ -140,10 +140,18 @@ __device__ __forceinline__ void store_pair(Out* dst, float v0, float v1) {
   else *reinterpret_cast<uint32_t*>(dst) = pack2<Out>(v0, v1);
 }
 
+// A value as stored: times its row's and column's scales (1 but Row's), or, kBits (int8's int32 accumulator, in
+// fp32 registers), the bits as they are: no fp32 arithmetic, which would quiet int32 values that are NaN patterns.
+template <bool kBits>
+__device__ __forceinline__ float scaled(float v, float row_scale, float col_scale) {
+  if constexpr (kBits) return v;
+  else return v * row_scale * col_scale;
+}
+
 // A whole tile's store in 16-byte pieces: the four lanes of a quad hold two adjacent columns of each 8-column
 // chunk; exchanges between lanes (xor 1, then for 16-bit xor 2) give each lane 4 adjacent fp32 or 8 adjacent 16-bit
 // values of one row, so each store writes whole 32-byte sectors (64 or 128 contiguous bytes per row and quad).
-template <int BN, Recipe R, class Out>
+template <int BN, Recipe R, class Out, bool kBits>
 __device__ __forceinline__ void store_tile_wide(const Params& p, const Tile& t, const float* acc, int r_lo, int lane,
                                                 const float* row_scale, const float* sb_row) {
   const int q = lane % 4;
@@ -153,7 +161,8 @@ __device__ __forceinline__ void store_tile_wide(const Params& p, const Tile& t, 
   for (int h = 0; h < 2; ++h) {
     Out* row = static_cast<Out*>(p.c) + static_cast<int64_t>(t.row0 + r_lo + 8 * h) * p.ldc + t.n0;
     auto value = [&](int j, int e) {  // column 8j + 2q + e of this row, scaled
-      float v = acc[4 * j + 2 * h + e] * row_scale[h];
+      float v = acc[4 * j + 2 * h + e];
+      if constexpr (!kBits) v *= row_scale[h];
       if constexpr (R == Recipe::Row) v *= __ldg(sb_row + t.n0 + 8 * j + 2 * q + e);
       return v;
     };
@@ -183,8 +192,8 @@ __device__ __forceinline__ void store_tile_wide(const Params& p, const Tile& t, 
 
 // Epilogue, straight from the registers of an m64nBN accumulator (rows r_lo and r_lo + 8, two adjacent
 // columns per 8-column chunk): rows past the group's end and columns past N are not stored.
-template <int BN, Recipe R, class Out>
-__device__ __forceinline__ void store_tile(const Params& p, const Tile& t, const float* acc, int r_lo, int lane) {
+template <int BN, Recipe R, class Out, bool kBits>
+__device__ __forceinline__ void store_values(const Params& p, const Tile& t, const float* acc, int r_lo, int lane) {
   float row_scale[2] = {1.f, 1.f};
   if constexpr (R == Recipe::Row) {
     row_scale[0] = __ldg(a_scales(p, t.row0 + r_lo));
@@ -192,7 +201,7 @@ __device__ __forceinline__ void store_tile(const Params& p, const Tile& t, const
   }
   const float* sb_row = R == Recipe::Row ? p.sb + t.g * p.sb_stride : nullptr;
   if (p.vector_store == 2 && t.m_local0 + kBlockM <= t.m_g && t.n0 + BN <= p.n) {  // a whole tile, 16-byte stores
-    store_tile_wide<BN, R, Out>(p, t, acc, r_lo, lane, row_scale, sb_row);
+    store_tile_wide<BN, R, Out, kBits>(p, t, acc, r_lo, lane, row_scale, sb_row);
     return;
   }
   if (p.vector_store && t.m_local0 + kBlockM <= t.m_g && t.n0 + BN <= p.n) {  // a whole tile: no bounds per element
@@ -203,8 +212,8 @@ __device__ __forceinline__ void store_tile(const Params& p, const Tile& t, const
     for (int j = 0; j < BN / 8; ++j) {
       float cs0 = 1.f, cs1 = 1.f;
       if constexpr (R == Recipe::Row) { cs0 = __ldg(sb_row + col0 + 8 * j); cs1 = __ldg(sb_row + col0 + 8 * j + 1); }
-      store_pair(lo + 8 * j, acc[4 * j + 0] * row_scale[0] * cs0, acc[4 * j + 1] * row_scale[0] * cs1);
-      store_pair(hi + 8 * j, acc[4 * j + 2] * row_scale[1] * cs0, acc[4 * j + 3] * row_scale[1] * cs1);
+      store_pair(lo + 8 * j, scaled<kBits>(acc[4 * j + 0], row_scale[0], cs0), scaled<kBits>(acc[4 * j + 1], row_scale[0], cs1));
+      store_pair(hi + 8 * j, scaled<kBits>(acc[4 * j + 2], row_scale[1], cs0), scaled<kBits>(acc[4 * j + 3], row_scale[1], cs1));
     }
     return;
   }
@@ -221,7 +230,7 @@ __device__ __forceinline__ void store_tile(const Params& p, const Tile& t, const
     for (int h = 0; h < 2; ++h) {
       const int m_local = t.m_local0 + r_lo + 8 * h;
       if (m_local >= t.m_g) continue;
-      const float v0 = acc[4 * j + 2 * h] * row_scale[h] * cs0, v1 = acc[4 * j + 2 * h + 1] * row_scale[h] * cs1;
+      const float v0 = scaled<kBits>(acc[4 * j + 2 * h], row_scale[h], cs0), v1 = scaled<kBits>(acc[4 * j + 2 * h + 1], row_scale[h], cs1);
       Out* dst = static_cast<Out*>(p.c) + static_cast<int64_t>(t.row0 + r_lo + 8 * h) * p.ldc + col;
       if (p.vector_store && col + 1 < p.n) {
         store_pair(dst, v0, v1);
@@ -231,6 +240,16 @@ __device__ __forceinline__ void store_tile(const Params& p, const Tile& t, const
       }
     }
   }
+}
+
+// The epilogue of an output element: an int32 one (int8 operands, unscaled; an int32 accumulator) is stored as
+// the fp32 one is, as bits.
+template <int BN, Recipe R, class Out, class Acc>
+__device__ __forceinline__ void store_tile(const Params& p, const Tile& t, const Acc* acc, int r_lo, int lane) {
+  static_assert(std::is_same_v<Out, int32_t> == std::is_same_v<Acc, uint32_t>, "int32 output: an int32 accumulator");
+  static_assert(!std::is_same_v<Out, int32_t> || R == Recipe::None, "int32 output: unscaled");
+  constexpr bool kBits = std::is_same_v<Out, int32_t>;
+  store_values<BN, R, std::conditional_t<kBits, float, Out>, kBits>(p, t, reinterpret_cast<const float*>(acc), r_lo, lane);
 }
 
 }  // namespace ckgemm::ws

@@ -22,11 +22,12 @@ namespace ckgemm::ws {
 
 enum class Recipe : int { None = 0, Row = 1, Block = 2 };
 
-// The operands' element. The kernel works in bytes along K: a k-block is 128 bytes of K (128 fp8 elements, 64
-// bf16/fp16 ones), its stage and its TMA boxes the same for every element; only the wgmma differs (k32 fp8
-// ones promoted every k-block, k16 16-bit ones straight into the accumulator, unscaled only).
-enum class In : int { E4M3 = 1, BF16 = 2, F16 = 3 };
-constexpr int in_bytes(In in) { return in == In::E4M3 ? 1 : 2; }
+// The operands' element. The kernel works in bytes along K: a k-block is 128 bytes of K (128 fp8 or int8 elements,
+// 64 bf16/fp16 ones), its stage and its TMA boxes the same for every element; only the wgmma differs (k32 fp8
+// ones promoted every k-block; k16 16-bit and k32 int8 ones straight into the accumulator, fp32 or int32,
+// unscaled only).
+enum class In : int { E4M3 = 1, BF16 = 2, F16 = 3, S8 = 4 };
+constexpr int in_bytes(In in) { return in == In::E4M3 || in == In::S8 ? 1 : 2; }
 
 // How a block-scaled call's scales reach the consumers (ws_fp8.cuh): a producer warp's cp.async per stage, or
 // DeepGEMM's feed (the TMA thread's bulk copy of an MN-major copy of A's, B's per tile in shared memory). The
@@ -85,18 +86,23 @@ template <int MmaN>
 using Mma = std::conditional_t<MmaN == 128, cute::SM90::GMMA::MMA_64x128x32_F32E4M3E4M3_SS_TN<>,
                                cute::SM90::GMMA::MMA_64x192x32_F32E4M3E4M3_SS_TN<>>;
 
-// The 16-bit wgmma of a whole tile row (m64nBNk16, both operands K-major in shared memory).
+// The wgmma of a whole tile row straight into the accumulator (m64nBN, both operands K-major in shared memory):
+// k16 16-bit ones into fp32, k32 int8 ones into int32.
 namespace gmma = cute::SM90::GMMA;
 template <int N, class M128, class M192, class M256>
 using PickN = std::conditional_t<N == 128, M128, std::conditional_t<N == 192, M192, M256>>;
 template <In I, int N>
-using Mma16 = std::conditional_t<
+using MmaDirect = std::conditional_t<
     I == In::BF16,
     PickN<N, gmma::MMA_64x128x16_F32BF16BF16_SS<gmma::Major::K, gmma::Major::K>,
           gmma::MMA_64x192x16_F32BF16BF16_SS<gmma::Major::K, gmma::Major::K>,
           gmma::MMA_64x256x16_F32BF16BF16_SS<gmma::Major::K, gmma::Major::K>>,
-    PickN<N, gmma::MMA_64x128x16_F32F16F16_SS<gmma::Major::K, gmma::Major::K>,
-          gmma::MMA_64x192x16_F32F16F16_SS<gmma::Major::K, gmma::Major::K>,
-          gmma::MMA_64x256x16_F32F16F16_SS<gmma::Major::K, gmma::Major::K>>>;
+    std::conditional_t<
+        I == In::S8,
+        PickN<N, gmma::MMA_64x128x32_S32S8S8_SS_TN, gmma::MMA_64x192x32_S32S8S8_SS_TN,
+              gmma::MMA_64x256x32_S32S8S8_SS_TN>,
+        PickN<N, gmma::MMA_64x128x16_F32F16F16_SS<gmma::Major::K, gmma::Major::K>,
+              gmma::MMA_64x192x16_F32F16F16_SS<gmma::Major::K, gmma::Major::K>,
+              gmma::MMA_64x256x16_F32F16F16_SS<gmma::Major::K, gmma::Major::K>>>>;
 
 }  // namespace ckgemm::ws

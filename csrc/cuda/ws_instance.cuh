@@ -1,6 +1,6 @@
 // ckgemm's own grouped kernels as rows of the CUTLASS backend's instance table (schedule OwnWarpSpecialized in
 // instances.inc): the fp8 kernel (ws_fp8.cuh: unscaled to fp32, block-scaled to bf16; also bf16/fp16 operands
-// to their own type) and the 8-bit RR kernel
+// to their own type, and int8 to int32) and the 8-bit RR kernel
 // (ws_s8_rr_rs.cuh: B row-major, read as stored into the wgmmas' register operand; int8 to int32, unscaled e4m3
 // to fp32), the packed form's launch. Their acceptance rules are ws_fp8_rules.h and ws_s8_rr_rules.h, applied by rules.cpp; list groups are
 // refused there, so the router gives them to CUTLASS (8-bit RR list groups through the transpose).
@@ -49,14 +49,16 @@ struct WsInstance {
                                                                          : ws::Recipe::None;
   static constexpr ws::In kIn = Spec::kDType == DType::BF16 ? ws::In::BF16
                                 : Spec::kDType == DType::F16  ? ws::In::F16
+                                : Spec::kDType == DType::I8   ? ws::In::S8
                                                               : ws::In::E4M3;
   // The kernel's output element: CUTLASS's bfloat16_t and half_t are stored as CUDA's __nv_bfloat16 and __half
   // (same bits).
   using Out = std::conditional_t<std::is_same_v<typename Spec::Out, cutlass::bfloat16_t>, __nv_bfloat16,
                                  std::conditional_t<std::is_same_v<typename Spec::Out, cutlass::half_t>, __half,
                                                     typename Spec::Out>>;
-  static_assert(std::is_same_v<Out, float> || std::is_same_v<Out, __nv_bfloat16> || std::is_same_v<Out, __half>,
-                "fp32, bf16 or fp16 output");
+  static_assert(std::is_same_v<Out, float> || std::is_same_v<Out, __nv_bfloat16> || std::is_same_v<Out, __half> ||
+                    std::is_same_v<Out, int32_t>,
+                "fp32, bf16, fp16 or (int8) int32 output");
 
   static size_t bytes(int, int) { return 0; }  // list calls are refused (rules.cpp)
   static size_t packed_bytes(const PackedArgs& p, int) { return ws::workspace_bytes<kRecipe, kIn, Spec::kClusterM == 2>(p, ws::block_feed()); }
