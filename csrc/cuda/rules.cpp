@@ -117,14 +117,15 @@ constexpr int64_t kWideSwapTiles = 128;
 // units_drawn): 1.012-1.015x on 8 x 4096^3 in six processes and 1.004-1.007x on Mixtral in one
 // (docs/PERF_2026-12-06e.md, PERF_2026-12-06d.md). At 256 rows a group (128 experts) it ran 0.98-0.99x, so there it ranks after them
 // (H100 throughout).
-// ckgemm's own fp8 kernel's 256-wide tiles (unscaled and block-scaled) take decode-sized groups where the SwapAB
-// rule would take its 256-wide tile (as many tiles, in clusters sharing A): on DeepSeek-V3 decode (32 groups of
+// ckgemm's own RC kernel's 256-wide 8-bit tiles (fp8 unscaled and block-scaled, int8 unscaled) take decode-sized
+// groups where the SwapAB rule would take its 256-wide tile (as many tiles, in clusters sharing A): on DeepSeek-V3 decode (32 groups of
 // 16 rows on average, N 4096, K 7168; H100, graph replay, four rounds) the block-scaled one ran 0.3416 ms, 91.7%
 // of the copy bandwidth in weight bytes, against 0.3548 ms (88.3%) for CUTLASS's blockwise SwapAB 32x256; the
 // own 8-bit RR kernel's tile of the same shape 0.338 ms unscaled, and the SwapAB 32x256 0.3568 ms (87.8%)
 // (docs/PERF_2026-12-06g.md; on another H100 95.4% unscaled and 95.0% block against SwapAB's 93.5% and 94.1%).
 // Fewer tiles keep the 128-wide SwapAB tile, which streams weights on more SMs. The unscaled 256-wide tile was
-// timed on decode only, so larger groups rank it last (the block-scaled one's prefill rule is below).
+// timed on decode only, so larger groups rank it last (the block-scaled one's prefill rule is below). int8's
+// (ws_fp8.cuh's k32 s8 wgmmas into int32, no promotion) follows fp8's rule: INT8_DECODE_MEASUREMENT.
 // ckgemm's own fp8 kernel (table order: before CUTLASS's tiles of its kind) ranks as a 128x192 tile does: on
 // the packed calls it takes, unscaled it was 6-21% faster than CUTLASS's 128x192 at the same output
 // (docs/PERF_2026-12-02.md); block-scaled, 0.99-1.11x CUTLASS's blockwise 128x128 (docs/PERF_2026-12-03d.md).

@@ -1,8 +1,9 @@
 // ckgemm's own grouped GEMM mainloop for SM90 (packed MoE form, RC: A [rows, K], B [G, N, K]), fp8 and, unscaled,
-// bf16/fp16, built from CuTe's wgmma/TMA atoms rather than a CUTLASS collective, so the tile and the promotion
-// are ours. The op routes unscaled fp8 packed calls to its 128x192 A-multicast form (decode-sized ones making a
-// wave of 256-wide tiles to its 128x256), block-scaled ones to its 128x256 or 128x192 A-multicast form, and 16-bit
-// packed calls of more than 256 rows a group to its 128x256 or 128x192 16-bit form (ws_instance.cuh, rules.cpp);
+// bf16/fp16 and int8, built from CuTe's wgmma/TMA atoms rather than a CUTLASS collective, so the tile and the
+// promotion are ours. The op routes unscaled fp8 packed calls to its 128x192 A-multicast form (decode-sized ones
+// making a wave of 256-wide tiles to its 128x256), block-scaled ones to its 128x256 or 128x192 A-multicast form,
+// 16-bit packed calls of more than 256 rows a group to its 128x256 or 128x192 16-bit form, and int8 decode-sized
+// ones making a wave of 256-wide tiles to its 128x256 int8 form (ws_instance.cuh, rules.cpp);
 // every recipe and variant is checked and timed by benchmarks/native/bench_ws_fp8.py (docs/PERF_2026-12-02.md;
 // its row recipe in the op trailed CUTLASS's on short K and many groups, docs/PERF_2026-12-03e.md).
 //
@@ -16,8 +17,9 @@
 //     unscaled and row-scaled calls promote with 1 and apply row scales in the epilogue. The two warp groups
 //     reach their promotions at different times, so one's FFMAs run under the other's wgmmas;
 //   - 16-bit operands: the same 128-byte k-blocks (64 elements), four m64nBNk16 wgmmas each straight into the
-//     fp32 accumulator with one k-block's batch in flight (k_loop16, ws_fp8_parts.cuh); the same bits as
-//     CUTLASS's cooperative tile of that width;
+//     fp32 accumulator with one k-block's batch in flight (k_loop_direct, ws_fp8_parts.cuh); the same bits as
+//     CUTLASS's cooperative tile of that width; int8 the same with m64nBNk32 s8 wgmmas into an int32
+//     accumulator, stored as its bits (exact);
 //   - the tile scheduler and the per-group row offsets come from the device-resident group sizes (a prefix
 //     sum in shared memory at the start of each CTA): no argument-building launch, no host sync,
 //     graph-capturable with new sizes; a group's tiles are taken M-fastest so CTAs in flight share B in L2.
