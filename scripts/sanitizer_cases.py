@@ -62,7 +62,9 @@ def run_instance(info, dev) -> None:
 
 
 def run_one_cluster(info, dtype, dev, sizes, layout="RC") -> None:
-    k, n = (136, 520) if layout == "RC" else (640, 272)  # RR: N and K multiples of 16, five k-blocks
+    # RC: K of 272 bytes for 16-bit, 144 for 8-bit (multiples of 16: no copy of A or B); RR: N and K multiples
+    # of 16, five k-blocks
+    k, n = ((136 if dtype.itemsize == 2 else 144), 520) if layout == "RC" else (640, 272)
     a = _small((sum(sizes), k), dtype, dev)
     b = _small((len(sizes), n, k) if layout == "RC" else (len(sizes), k, n), dtype, dev)
     before = ckgemm.get_num_sms()

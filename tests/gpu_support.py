@@ -90,18 +90,23 @@ def instance_of(path: str) -> dict:
 
 def packed_call(sizes, n, k, dtype, out_dtype, tag, size_dtype=torch.int32, config=None):
     """One packed RC call on seeded operands (A [rows, k], B [groups, n, k]) into a NaN-poisoned output, with
-    CKGEMM_CONFIG=config while it runs when given: (a, b, device sizes, out)."""
+    CKGEMM_CONFIG=config while it runs when given (the caller's own setting kept otherwise): (a, b, device sizes,
+    out)."""
     gen = generator(tag)
     a = rand_tensor((sum(sizes), k), dtype, gen, DEVICE)
     b = rand_tensor((len(sizes), n, k), dtype, gen, DEVICE)
     gs = torch.tensor(sizes, dtype=size_dtype, device=DEVICE)
     out = poison((sum(sizes), n), out_dtype, DEVICE)
+    before = os.environ.get("CKGEMM_CONFIG")
     if config:
         os.environ["CKGEMM_CONFIG"] = config
     try:
         ckgemm.grouped_gemm_packed(a, b, gs, out=out)
-    finally:
-        os.environ.pop("CKGEMM_CONFIG", None)
+    finally:  # the caller's setting back, if it had one
+        if before is None:
+            os.environ.pop("CKGEMM_CONFIG", None)
+        else:
+            os.environ["CKGEMM_CONFIG"] = before
     return a, b, gs, out
 
 

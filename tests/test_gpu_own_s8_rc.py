@@ -88,6 +88,7 @@ def test_the_own_tile_replays_a_graph_with_new_device_sizes(monkeypatch):
     sizes, n, k = [16, 0, 9, 32], 512, 640
     monkeypatch.setenv("CKGEMM_CONFIG", CONFIG)
     a, b, gs, out = _call(sizes, n, k, "own-s8rc-graph")
+    assert ran_paths() == {OWN}, ckgemm.last_dispatch()
     replay_with_new_sizes(lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out), gs, out,
                           lambda new: check_packed(out, a, b, new, I8, k, f"own s8 rc replay {new}"), OWN)
 

@@ -125,7 +125,9 @@ constexpr int64_t kWideSwapTiles = 128;
 // (docs/PERF_2026-12-06g.md; on another H100 95.4% unscaled and 95.0% block against SwapAB's 93.5% and 94.1%).
 // Fewer tiles keep the 128-wide SwapAB tile, which streams weights on more SMs. The unscaled 256-wide tile was
 // timed on decode only, so larger groups rank it last (the block-scaled one's prefill rule is below). int8's
-// (ws_fp8.cuh's k32 s8 wgmmas into int32, no promotion) follows fp8's rule: INT8_DECODE_MEASUREMENT.
+// (ws_fp8.cuh's k32 s8 wgmmas into int32, no promotion) follows fp8's rule: on DeepSeek-V3 decode it ran 0.3320 ms,
+// 94.2% of copy, against 0.3496 ms (89.5%) for CUTLASS's SwapAB 32x256 and 0.3487 ms for its 32x128 (H100,
+// graph replay, four rounds; docs/PERF_2026-12-06h.md).
 // ckgemm's own fp8 kernel (table order: before CUTLASS's tiles of its kind) ranks as a 128x192 tile does: on
 // the packed calls it takes, unscaled it was 6-21% faster than CUTLASS's 128x192 at the same output
 // (docs/PERF_2026-12-02.md); block-scaled, 0.99-1.11x CUTLASS's blockwise 128x128 (docs/PERF_2026-12-03d.md).
