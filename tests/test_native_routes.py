@@ -242,33 +242,25 @@ def test_packed_unscaled_fp8_takes_ckgemm_own_kernel_where_its_rule_allows(probe
 
 
 def test_decode_sized_packed_8bit_takes_the_own_256_wide_tile_where_swapab_would_go_wide(probe):
-    """Packed 8-bit calls of at most 32 rows a group (fp8 unscaled to fp32 and block-scaled to bf16, int8 to
-    int32) take ckgemm's own 256-wide tile where the SwapAB rule would take its 256-wide tile (128 such tiles or
-    more: as many own tiles, in clusters sharing A); fewer tiles keep the 128-wide SwapAB tile, N that pads pairs
-    of 256-wide tiles by more than 5% the 256-wide SwapAB tile, and groups of 33-64 rows the 64-row tiles.
-    Row-scaled 8-bit has no own RC kernel: SwapAB. Unscaled prefill keeps CUTLASS's tiles (the own 256-wide
-    tiles were timed on decode only)."""
+    """Packed 8-bit calls of at most 32 rows a group (fp8 unscaled and block, int8) take ckgemm's own 256-wide tile
+    where the SwapAB rule would take its 256-wide tile (128 tiles or more); fewer tiles, N padding pairs of 256 by
+    over 5%, 33-64 rows a group, row scales and unscaled prefill (timed on decode only) do not."""
     fp8, f32, bf16_out, i32 = torch.float8_e4m3fn, 2, 1, 3
     own = "ws_128x256x128_c1x2"
     for dtype, scaling, out, swap in ((fp8, 0, f32, "coop_swapab"), (fp8, 2, bf16_out, "coop_blockwise_swapab"),
                                       (torch.int8, 0, i32, "coop_swapab")):
-        case = (dtype, scaling)
-        assert _route_packed(probe, dtype, out, scaling, 32, 512, 4096, 7168) == (own, 0, ""), case
-        assert _route_packed(probe, dtype, out, scaling, 8, 128, 4096, 7168)[0] == own, ("8 x 16 = 128 tiles", case)
-        assert _route_packed(probe, dtype, out, scaling, 128, 128 * 8, 2048, 7168)[0] == own, ("128 experts", case)
-        assert _route_packed(probe, dtype, out, scaling, 7, 112, 4096, 7168)[0] == f"{swap}_32x128x128", case
-        assert _route_packed(probe, dtype, out, scaling, 32, 512, 3832, 7168)[0] == f"{swap}_32x256x128", \
-            ("N pads 6.9%", case)
-        assert _route_packed(probe, dtype, out, scaling, 32, 32 * 48, 4096, 7168)[0].startswith("pingpong"), case
-    assert _route_packed(probe, fp8, f32, 0, 8, 8192, 1024, 7168)[0] == "coop_128x128x128_c1x2", \
-        "unscaled prefill where 192 pads N: CUTLASS's 128-wide tile, not the own 256-wide one (timed on decode only)"
-    assert _route_packed(probe, torch.int8, i32, 0, 8, 8192, 1024, 7168)[0] == "coop_128x256x128_c1x2", \
-        "int8 prefill: CUTLASS's 128 x 256 tile"
+        route = lambda *shape: _route_packed(probe, dtype, out, scaling, *shape)  # noqa: E731
+        assert route(32, 512, 4096, 7168) == (own, 0, ""), (dtype, scaling)
+        assert [route(8, 128, 4096, 7168)[0], route(128, 128 * 8, 2048, 7168)[0]] == [own, own], "128 tiles or more"
+        assert route(7, 112, 4096, 7168)[0] == f"{swap}_32x128x128", "112 tiles"
+        assert route(32, 512, 3832, 7168)[0] == f"{swap}_32x256x128", "N pads pairs by 6.9%"
+        assert route(32, 32 * 48, 4096, 7168)[0].startswith("pingpong"), "48 rows a group"
+    prefill = [_route_packed(probe, dt, o, 0, 8, 8192, 1024, 7168)[0] for dt, o in ((fp8, f32), (torch.int8, i32))]
+    assert prefill == ["coop_128x128x128_c1x2", "coop_128x256x128_c1x2"], "unscaled prefill: CUTLASS's tiles"
     assert _route_packed(probe, fp8, bf16_out, 2, 8, 8192, 1024, 7168)[0] == own, "block-scaled prefill: its rule"
-    name, flags, why = _route_packed(probe, torch.int8, i32, 0, 1025, 1025 * 16, 4096, 7168)
-    assert why == "" and name == "coop_swapab_32x256x128" and flags == 0, "past 1024 groups: CUTLASS's SwapAB"
-    assert _route_packed(probe, torch.int8, bf16_out, 1, 32, 512, 4096, 7168)[0] == "coop_swapab_32x256x128"
-    assert _route_packed(probe, fp8, bf16_out, 1, 32, 512, 4096, 7168)[0] == "coop_swapab_32x256x128"
+    assert _route_packed(probe, torch.int8, i32, 0, 1025, 1025 * 16, 4096, 7168) == ("coop_swapab_32x256x128", 0, "")
+    row = [_route_packed(probe, dt, bf16_out, 1, 32, 512, 4096, 7168)[0] for dt in (torch.int8, fp8)]
+    assert row == ["coop_swapab_32x256x128"] * 2, "row scales: no own RC instance"
 
 
 def test_a_promotion_interval_other_than_4_sends_unscaled_fp8_to_cutlass(probe):
@@ -291,6 +283,9 @@ print("block", so.probe_instance_name(so.probe_route_instance_of(c)).decode())
 c = so.probe_route_packed(2, 2, 1, 0, 32, ctypes.c_int64(32768), ctypes.c_int64(4096), ctypes.c_int64(7168),
                           ctypes.c_int64(0), ctypes.c_int64(4096), ctypes.byref(why))
 print("rr", so.probe_instance_name(so.probe_route_instance_of(c)).decode(), so.probe_route_flags_of(c))
+c = so.probe_route_packed(4, 3, 0, 0, 32, ctypes.c_int64(512), ctypes.c_int64(4096), ctypes.c_int64(7168),
+                          ctypes.c_int64(0), ctypes.c_int64(4096), ctypes.byref(why))
+print("int8", so.probe_instance_name(so.probe_route_instance_of(c)).decode())
 """
     own, wide = "ws_128x192x128_c1x2", "ws_128x256x128_c1x2"
     cutlass = "coop_128x192x128_c1x2"
@@ -302,7 +297,8 @@ print("rr", so.probe_instance_name(so.probe_route_instance_of(c)).decode(), so.p
         run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
         assert run.returncode == 0, run.stderr
         # block promotes every block; unscaled RR: the own RR kernel, or transposed to CUTLASS's RC tile
-        assert run.stdout.split() == [want, "block", wide, *rr.split()], (setting, run.stdout)
+        # int8 decode: the own 256-wide tile whatever the setting (fp8's knob)
+        assert run.stdout.split() == [want, "block", wide, *rr.split(), "int8", wide], (setting, run.stdout)
 
 
 def test_ckgemm_config_puts_the_named_instance_first_where_it_fits(probe, monkeypatch):

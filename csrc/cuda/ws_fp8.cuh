@@ -4,7 +4,7 @@
 // making a wave of 256-wide tiles to its 128x256), block-scaled ones to its 128x256 or 128x192 A-multicast form,
 // 16-bit packed calls of more than 256 rows a group to its 128x256 or 128x192 16-bit form, and int8 decode-sized
 // ones making a wave of 256-wide tiles to its 128x256 int8 form (ws_instance.cuh, rules.cpp);
-// every recipe and variant is checked and timed by benchmarks/native/bench_ws_fp8.py (docs/PERF_2026-12-02.md;
+// every fp8 recipe and variant is checked and timed by benchmarks/native/bench_ws_fp8.py (docs/PERF_2026-12-02.md;
 // its row recipe in the op trailed CUTLASS's on short K and many groups, docs/PERF_2026-12-03e.md).
 //
 //   - persistent CTAs of 384 threads in clusters of two: one producer warp group (one thread issues the TMA
@@ -23,7 +23,7 @@
 //   - the tile scheduler and the per-group row offsets come from the device-resident group sizes (a prefix
 //     sum in shared memory at the start of each CTA): no argument-building launch, no host sync,
 //     graph-capturable with new sizes; a group's tiles are taken M-fastest so CTAs in flight share B in L2.
-//     fp8 clusters take every clusters-th unit; 16-bit ones draw theirs in turn from a counter (Dyn,
+//     fp8 and int8 clusters take every clusters-th unit; 16-bit ones draw theirs in turn from a counter (Dyn,
 //     ws_units.cuh), which keeps the units in flight a contiguous run where tiles take unequal times, unless
 //     their groups average 2048 rows or more or CKGEMM_WS_UNITS says otherwise (ws_fp8_rules.h's units_drawn);
 //   - a consumer warp group with no rows of its group in the tile (or a pair's tile past N) skips the
@@ -56,6 +56,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
   static_assert(Feed == kFeedWarp || Feed == kFeedTma, "scale feed: kFeedWarp or kFeedTma");
   static_assert(I == In::E4M3 || R == Recipe::None, "16-bit and int8 operands: unscaled only");
   static_assert(!Dyn || (in_bytes(I) == 2 && !McastB), "dynamic units (ws_units.cuh): 16-bit A-multicast pairs");
+  static_assert(CKGEMM_WS_AHEAD == 1 || I == In::E4M3, "CKGEMM_WS_AHEAD 2: fp8 only (the direct k-loop never calls ahead)");
   constexpr bool kScaleWarp = R == Recipe::Block && Feed == kFeedWarp;
   constexpr bool kScaleTma = R == Recipe::Block && Feed == kFeedTma;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;

@@ -1,7 +1,7 @@
-// What ckgemm's own fp8 grouped kernel (ws_fp8.cuh) takes, in plain C++: the one statement of its rule,
+// What ckgemm's own RC grouped kernel (ws_fp8.cuh) takes, in plain C++: the one statement of its rule,
 // read by the router (rules.cpp, through instance_rejects_packed) and by the benchmark's C entry
-// (benchmarks/native/ws_fp8_capi.cu). Packed RC calls only: A [rows, k] and B [groups, n, k] (e4m3, or bf16/fp16
-// unscaled) through TMA (16-byte aligned bases; leading dimensions, B's group stride when there is more than one
+// (benchmarks/native/ws_fp8_capi.cu). Packed RC calls only: A [rows, k] and B [groups, n, k] (e4m3, or
+// bf16/fp16/int8 unscaled) through TMA (16-byte aligned bases; leading dimensions, B's group stride when there is more than one
 // group, and K multiples of 16 bytes), at most kMaxGroups groups, sizes that stay 32-bit when rounded up to tiles, and with block
 // scales at most kMaxKBlocks k-blocks (K <= 65536: DeepGEMM's feed, kFeedTma, holds a tile's B scales in shared
 // memory; the rule holds for either feed, so routing never depends on CKGEMM_WS_SCALES); C of any leading dimension,

@@ -1,4 +1,4 @@
-// The types of ckgemm's own grouped kernel (ws_fp8.cuh; fp8, and bf16/fp16 operands): recipes, operand types,
+// The types of ckgemm's own grouped kernel (ws_fp8.cuh; fp8, bf16/fp16 and int8 operands): recipes, operand types,
 // tile configuration, kernel parameters and the shared-memory layout.
 #pragma once
 
@@ -52,8 +52,8 @@ struct Config {
 };
 
 struct Params {
-  CUtensorMap tma_a;  // [rows, k] e4m3, box 128 x Config::kRowsA
-  CUtensorMap tma_b;  // [groups, n, k] e4m3, box 1 x Config::kRowsB x 128
+  CUtensorMap tma_a;  // [rows, k bytes] of any element, box 128 bytes x Config::kRowsA
+  CUtensorMap tma_b;  // [groups, n, k bytes], box 1 x Config::kRowsB x 128 bytes
   void* c;
   int64_t ldc;
   const void* sizes;
