@@ -51,10 +51,12 @@ def run_instance(info, dev) -> None:
                                             "scale_a": torch.cat(kwargs["scale_a"]),
                                             "scale_b": torch.stack(kwargs["scale_b"]), "out_dtype": out}))
     check(packed, torch.cat(exact), rtol=0.0, atol=0.0, name=f"{info['name']} packed")
-    if info["packed_only"] and layout == "RC" and not info["scaling"]:  # the own RC kernel on one cluster: its
-        run_one_cluster(info, dtype, dev, [300, 0, 129, 64, 200])  # ring of stages wraps; 16-bit draws its units
-    if info["packed_only"] and info["dtype"] in (0, 1):  # (ws_units.cuh) there, whose ring of slots wraps too,
-        run_one_cluster(info, dtype, dev, [2100, 2000])  # and, at 2048+ rows a group, takes them by stride
+    # The own RC kernel on one cluster, its ring of stages wrapping (16-bit draws its units there, ws_units.cuh,
+    # and its ring of slots wraps too); 16-bit again at 2048+ rows a group, where it takes its units by stride.
+    if info["packed_only"] and layout == "RC" and not info["scaling"]:
+        run_one_cluster(info, dtype, dev, [300, 0, 129, 64, 200])
+    if info["packed_only"] and info["dtype"] in (0, 1):
+        run_one_cluster(info, dtype, dev, [2100, 2000])
     if info["packed_only"] and layout == "RR":  # the own RR kernel (K 200 above is not its): on one cluster, its
         run_one_cluster(info, dtype, dev, [300, 0, 129, 64, 200], "RR")  # ring wrapping; int8's 256-row tile,
         run_one_cluster(info, dtype, dev, [30, 0, 51, 12], "RR")  # then its 128-row one (fp8 has that one only)

@@ -82,6 +82,15 @@ def replay_with_new_sizes(call, gs, out, judge, path):
         judge(new)
 
 
+def assert_only_view_written(buf, index):
+    """``buf``, poisoned before the call wrote into ``buf[index]``, still holds its poison bit for bit everywhere
+    else: no store landed outside the output view."""
+    guard = buf.clone()
+    guard[index] = poison((), buf.dtype, buf.device)
+    want = poison(buf.shape, buf.dtype, buf.device)
+    assert torch.equal(guard.view(torch.uint8), want.view(torch.uint8)), "a store outside the output"
+
+
 def instance_of(path: str) -> dict:
     """The instance (ckgemm._C.instances()) a dispatch path names."""
     name = path.split(":", 1)[1].split("+")[0]

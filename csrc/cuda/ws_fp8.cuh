@@ -206,21 +206,21 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
         // as DeepGEMM dispatches it) rather than branching on it in every k-block's promotion.
         auto k_loop = [&](auto split_c) {
           [[maybe_unused]] constexpr int kSplit = decltype(split_c)::value;
-  #pragma unroll (kScaleTma ? 8 : 1)
+#pragma unroll (kScaleTma ? 8 : 1)
           for (int kb = 0; kb < k_blocks; ++kb) {
             [[maybe_unused]] float a_lo = 1.f, a_hi = 1.f, b0 = 1.f, b1 = 1.f;
             // kFeedTma: B's scales before the wait, as DeepGEMM reads them
             if constexpr (kScaleTma) { b0 = s.sbt[cur][wg][0][kb]; b1 = s.sbt[cur][wg][1][kb]; }
             Barrier::wait(&s.full[stage], phase);
             if constexpr (kScaleTma) { a_lo = s.sa[stage][sa_off]; a_hi = s.sa[stage][sa_off + 8]; }  // before the fence
-  #pragma unroll
+#pragma unroll
             for (int h = 0; h < kHalves; ++h) {
-  #pragma unroll
+#pragma unroll
               for (int i = 0; i < kTmp; ++i) cute::warpgroup_fence_operand(tmp[i]);
               cute::warpgroup_arrive();
               // B's half h: 128 rows of 128 bytes further into the stage (+1024 in the descriptor's 16-byte units)
               const uint32_t da = a_lo0 + stage * (Cfg::kBytesA / 16), db = b_lo0 + stage * (Cfg::kBytesB / 16) + h * 1024;
-  #pragma unroll
+#pragma unroll
               for (int kk = 0; kk < kBlockK / 32; ++kk)  // +32 bytes along K inside the swizzled row: +2 in the descriptor
                 mma_call<Mma<Cfg::kMmaN>>(desc_of(da + 2 * kk), desc_of(db + 2 * kk), tmp, kk > 0,
                                           std::make_index_sequence<kTmp>{});
@@ -235,7 +235,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
                 }
               }
               cute::warpgroup_wait<0>();
-  #pragma unroll
+#pragma unroll
               for (int i = 0; i < kTmp; ++i) cute::warpgroup_fence_operand(tmp[i]);
               if (h == kHalves - 1) {
                 if (lane < 2) Barrier::arrive(&s.empty[stage], lane, 1);  // lane 0 here, lane 1 the other CTA
@@ -249,7 +249,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
                 else  // the B scale block boundary sits at column 128 or 64 of the tile
                   promote<BN, kSplit>(part, tmp, s_lo0, s_hi0, s_lo1, s_hi1);
               } else {
-  #pragma unroll
+#pragma unroll
                 for (int i = 0; i < kTmp; ++i) part[i] += tmp[i];
               }
             }

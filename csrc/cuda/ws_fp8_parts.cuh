@@ -161,8 +161,7 @@ __device__ __forceinline__ void store_tile_wide(const Params& p, const Tile& t, 
   for (int h = 0; h < 2; ++h) {
     Out* row = static_cast<Out*>(p.c) + static_cast<int64_t>(t.row0 + r_lo + 8 * h) * p.ldc + t.n0;
     auto value = [&](int j, int e) {  // column 8j + 2q + e of this row, scaled
-      float v = acc[4 * j + 2 * h + e];
-      if constexpr (!kBits) v *= row_scale[h];
+      float v = scaled<kBits>(acc[4 * j + 2 * h + e], row_scale[h], 1.f);
       if constexpr (R == Recipe::Row) v *= __ldg(sb_row + t.n0 + 8 * j + 2 * q + e);
       return v;
     };
