@@ -2,8 +2,9 @@
 """8-bit RR and the repack kernel: the tiled transpose's bandwidth against the measured copy bandwidth,
 and RR calls per call (packed int8 and unscaled fp8: ckgemm's own RR kernel, no transpose; the rest: B transposed
 by the repack kernel, then the RC kernel; the config column names what ran), prepacked (ckgemm.prepack, read as
-stored) and RC (the native layout) on the same data, in one process. Graph replay and end to end. Every form's
-output must equal RC's bit for bit first (the own RR kernel sums as the RC tiles do, tests/test_gpu_own_s8.py).
+stored) and RC (the native layout) on the same data, in one process, timed round-robin (one call of each form a
+round, --iters rounds) in graph replay and end to end, each form's time over RC's per round with its p10-p90.
+Every form's output must equal RC's bit for bit first (the own RR kernel sums as the RC tiles do, tests/test_gpu_own_s8.py).
 
     python benchmarks/bench_repack.py --json repack.json --markdown repack.md
 """
@@ -16,6 +17,7 @@ from tabulate import tabulate
 
 import ckgemm
 from ckgemm.testing import Report, bench, device_info, measure_ceilings
+from ckgemm.testing.rounds import round_robin
 from ckgemm.testing.data import random_tensor
 from ckgemm.testing import shapes
 
@@ -51,20 +53,23 @@ def rr_case(name, dtype, device, args, report) -> list[dict]:
     first = results["RC"]
     for label, y in results.items():
         assert torch.equal(y.view(torch.uint8), first.view(torch.uint8)), label
+    # Round-robin (ckgemm.testing.rounds): one call of each form per round, so the power cap's drift hits all three
+    # alike; timed one after another, one form once ran 17% slower than RC with the same kernel (PERF_2026-12-06i).
+    graph = round_robin(forms, reference="RC", rounds=args.iters, device=device)
+    e2e = round_robin(forms, reference="RC", rounds=args.iters, graph=False, sync=True, device=device)
     rows = []
-    timed = dict(warmup=args.warmup, iters=args.iters, device=device)
     for label, fn in forms.items():
         fn()
         path = ckgemm.last_dispatch().config_summary
-        e2e = bench(fn, sync=True, **timed).median_ms
-        graph = bench(fn, graph=True, **timed).median_ms
-        rows.append({"case": name, "dtype": str(dtype).replace("torch.", ""), "form": label, "e2e ms": e2e,
-                     "graph ms": graph, "config": path})
+        lo, hi = graph.ratio_range(label)
+        rows.append({"case": name, "dtype": str(dtype).replace("torch.", ""), "form": label,
+                     "e2e ms": e2e.median_ms(label), "graph ms": graph.median_ms(label),
+                     "vs RC (graph)": graph.ratio(label), "p10-p90": f"{lo:.3f}-{hi:.3f}",
+                     "vs RC (e2e)": e2e.ratio(label), "config": path})
         report.add(op=label, backend="ckgemm", dtype=rows[-1]["dtype"], layout="RR" if "RR" in label else "RC",
-                   shape=name, config=path, time={"median_ms": graph}, e2e_ms=e2e, flops=case.flops)
-    rc = rows[-1]["graph ms"]
-    for row in rows:
-        row["vs RC (graph)"] = row["graph ms"] / rc
+                   shape=name, config=path, time={"median_ms": graph.median_ms(label)},
+                   e2e_ms=e2e.median_ms(label), vs_rc_graph=graph.ratio(label), vs_rc_p10_p90=rows[-1]["p10-p90"],
+                   vs_rc_e2e=e2e.ratio(label), flops=case.flops)
     return rows
 
 

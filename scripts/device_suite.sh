@@ -14,9 +14,10 @@
 #   units     benchmarks/bench_units.py --units dynamic,static (the own 16-bit kernel's units drawn and by stride,
 #             and the wave tail, on 8 x 4096^3 and 8 x 4224 x 4096^2)
 #   figures   issue 10's proof set, each part under $FIGURE_TIMEOUT (default 200 s): bench_grouped_gemm.py --graph
-#             --sync on 16-bit uniform, Mixtral and DeepSeek-V3 prefill, unscaled fp8 on the same three, every
-#             dtype on DeepSeek-V3 decode, then bench_repack.py (follow it with pack: more than 8 files). Its parts
-#             took about 4 minutes on an H100 as session scripts (docs/PERF_2026-12-06f.md calls 2 and 3)
+#             --sync on 16-bit and on unscaled fp8, one part per case (uniform, Mixtral, DeepSeek-V3 prefill), every
+#             dtype on DeepSeek-V3 decode, then bench_repack.py (follow it with pack: more than 8 files). It took
+#             about 6 minutes on an H100, where 16-bit's three cases in one part overran 170 s
+#             (docs/PERF_2026-12-06i.md)
 #   swapab    benchmarks/bench_swapab.py (each 8-bit SwapAB decode tile forced: decode with and without the
 #             L2 flush, and a sweep of group counts against the selection rule's pick)
 # Benchmark stages stop after $STAGE_TIMEOUT seconds (default 600); what they printed stays in their log.
@@ -104,10 +105,11 @@ for stage in "$@"; do
     figures)
       B="python3 benchmarks/bench_grouped_gemm.py --graph --sync --iters ${FIGURE_ITERS:-16}"
       T="timeout ${FIGURE_TIMEOUT:-200}"
-      run fig16 $T $B --dtype bf16,fp16 --cases "uniform,Mixtral,DeepSeek-V3 prefill" --json "$OUT/fig16.json" \
-        --markdown "$OUT/fig16.md"
-      run fig8 $T $B --dtype fp8 --cases "uniform,Mixtral,DeepSeek-V3 prefill" --json "$OUT/fig8.json" \
-        --markdown "$OUT/fig8.md"
+      for c in uniform Mixtral "DeepSeek-V3 prefill"; do  # one part per case: a part that runs out of time loses only it
+        tag=$(echo "$c" | tr -cd 'A-Za-z0-9' | head -c 12)
+        run "fig16_$tag" $T $B --dtype bf16,fp16 --cases "$c" --json "$OUT/fig16_$tag.json" --markdown "$OUT/fig16_$tag.md"
+        run "fig8_$tag" $T $B --dtype fp8 --cases "$c" --json "$OUT/fig8_$tag.json" --markdown "$OUT/fig8_$tag.md"
+      done
       run figdecode $T $B --cases "DeepSeek-V3 decode" --json "$OUT/figdecode.json" --markdown "$OUT/figdecode.md"
       run figrepack $T python3 benchmarks/bench_repack.py --iters 10 --json "$OUT/repack.json" \
         --markdown "$OUT/repack.md" ;;
