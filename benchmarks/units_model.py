@@ -1,0 +1,92 @@
+#!/usr/bin/env python
+"""Arithmetic model of how ckgemm's own 16-bit kernel (csrc/cuda/ws_fp8.cuh) shares a packed call's tiles among
+its clusters, on the CPU: no GPU, no timing. It answers "how much of the call's time is the schedule's" for a
+benchmark case (benchmarks/cases.py), the argument of docs/PERF_2026-12-06i.md.
+
+- A unit is one 128-row M-block of a group and a pair of adjacent BN-wide N-blocks (the cluster of two CTAs
+  sharing A). A group's last M-block with 64 rows or fewer runs one warp group (the other skips its wgmmas) and
+  costs --half of a whole unit; every other unit costs 1.
+- stride: cluster c takes units c, c + C, c + 2C, ... (C clusters); drawn: each unit goes, in order, to the cluster
+  that is free first (ws_units.cuh's counter, modelled greedily); stride+drawn K: the stride, then the last K
+  rounds of units drawn.
+- Reported: the units, their mean cost per cluster, each schedule's makespan (the busiest cluster's cost) and its
+  loss against that mean, and the rows computed but never stored (whole 64-row warp-group tiles).
+
+    python benchmarks/units_model.py --cases Mixtral
+"""
+from __future__ import annotations
+
+import argparse
+import heapq
+import math
+import sys
+
+from tabulate import tabulate
+
+from cases import all_cases  # benchmarks/cases.py: this script's folder is on sys.path
+
+
+def unit_costs(ms: list[int], n: int, bn: int = 256, half: float = 0.5) -> list[float]:
+    """Each unit's cost in the kernel's order: groups in turn, each group's N-block pairs in turn, M-fastest."""
+    pairs = math.ceil(math.ceil(n / bn) / 2)
+    costs = []
+    for m in ms:
+        blocks = [min(128, m - 128 * i) for i in range(math.ceil(m / 128))]
+        costs += [half if rows <= 64 else 1.0 for rows in blocks] * pairs
+    return costs
+
+
+def makespan(costs: list[float], clusters: int, drawn_rounds: int | None = 0) -> float:
+    """The busiest cluster's total cost: by stride, then the last ``drawn_rounds`` rounds of units drawn in turn
+    (None: every unit drawn)."""
+    tail = len(costs) if drawn_rounds is None else min(len(costs), drawn_rounds * clusters)
+    static = len(costs) - tail
+    load = [sum(costs[c:static:clusters]) for c in range(clusters)]
+    heap = [(x, c) for c, x in enumerate(load)]
+    heapq.heapify(heap)
+    for cost in costs[static:]:
+        x, c = heapq.heappop(heap)
+        heapq.heappush(heap, (x + cost, c))
+    return max(x for x, _ in heap)
+
+
+def waste(ms: list[int]) -> float:
+    """Rows computed and never stored, as a share of the rows: each warp group computes 64 rows or none."""
+    computed = sum(128 * (m // 128) + 64 * math.ceil((m % 128) / 64) for m in ms)
+    return computed / sum(ms) - 1
+
+
+def model(ms: list[int], n: int, clusters: int, half: float, bn: int = 256) -> dict:
+    costs = unit_costs(ms, n, bn, half)
+    mean = sum(costs) / clusters
+    row = {"units": len(costs), "mean per cluster": mean}
+    for label, rounds in (("stride", 0), ("stride+drawn 2", 2), ("drawn", None)):
+        span = makespan(costs, clusters, rounds)
+        row[label] = span
+        row[f"{label} loss %"] = 100 * (span / mean - 1)
+    row["rows not stored %"] = 100 * waste(ms)
+    return row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", default="", help="comma-separated substrings of case names (default: all)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the shapes (default 0)")
+    parser.add_argument("--sms", type=int, default=132, help="SMs: clusters of two (default 132, an H100/H200)")
+    parser.add_argument("--half", type=float, default=0.5, help="cost of a one-warp-group unit (default 0.5)")
+    args = parser.parse_args()
+    wanted = [w for w in args.cases.split(",") if w]
+    rows = []
+    for case in all_cases(args.seed):
+        if case.decode or (wanted and not any(w in case.name for w in wanted)):
+            continue
+        ns = set(case.case.ns)
+        if len(ns) != 1:
+            continue
+        rows.append({"case": case.name, **model(list(case.case.ms), ns.pop(), args.sms // 2, args.half)})
+    print(tabulate(rows, headers="keys", floatfmt=".3g"))
+    return 0 if rows else 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""benchmarks/units_model.py, the arithmetic behind docs/PERF_2026-12-06i.md's account of Mixtral: unit costs,
+the stride's and the drawn schedule's makespans, and the rows computed but never stored, on hand-worked cases."""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks"))
+units_model = pytest.importorskip("units_model")
+
+
+def test_unit_costs_follow_the_warp_groups_rows():
+    # 200 rows: M-blocks of 128 and 72 (both warp groups run); 130 rows: 128 and 2 (one warp group: half)
+    assert units_model.unit_costs([200], n=512) == [1.0, 1.0]
+    assert units_model.unit_costs([130], n=512) == [1.0, 0.5]
+    # N 1024 in 256-wide blocks is two pairs; N 768 rounds its odd block up to a pair; empty groups have none
+    assert units_model.unit_costs([130, 0], n=1024) == [1.0, 0.5, 1.0, 0.5]
+    assert len(units_model.unit_costs([64], n=768)) == 2
+    assert units_model.unit_costs([64], n=256, half=0.7) == [0.7]
+
+
+def test_drawn_units_balance_what_the_stride_cannot():
+    costs = [1, 0.5, 1, 0.5, 1, 1]
+    assert units_model.makespan(costs, 2) == 3  # cluster 0 takes 1 + 1 + 1
+    assert units_model.makespan(costs, 2, drawn_rounds=None) == 2.5
+    assert units_model.makespan(costs, 2, drawn_rounds=1) == 3  # the last two drawn: too late to balance
+    assert units_model.makespan(costs, 2, drawn_rounds=2) == 2.5  # the last four
+    assert units_model.makespan([1.0] * 5, 2) == 3 and units_model.makespan([1.0] * 5, 2, None) == 3
+
+
+def test_rows_not_stored_count_whole_warp_group_tiles():
+    assert units_model.waste([192, 256]) == 0
+    assert units_model.waste([200]) == pytest.approx(256 / 200 - 1)
+    assert units_model.waste([1]) == 63
+
+
+def test_the_mixtral_figures_of_the_perf_record():
+    mixtral = next(c for c in units_model.all_cases(0) if c.name == "Mixtral prefill")
+    row = units_model.model(list(mixtral.case.ms), 14336, clusters=66, half=0.5)
+    assert row["units"] == 3696 and row["stride"] == 56 and row["drawn"] == 56
+    assert row["mean per cluster"] == pytest.approx(55.36, abs=0.01)
+    assert row["stride loss %"] == pytest.approx(1.15, abs=0.01)
+    assert row["rows not stored %"] == pytest.approx(1.95, abs=0.01)
