@@ -8,7 +8,8 @@ benchmark case (benchmarks/cases.py), the argument of docs/PERF_2026-12-06i.md.
   costs --half of a whole unit; every other unit costs 1.
 - stride: cluster c takes units c, c + C, c + 2C, ... (C clusters); drawn: each unit goes, in order, to the cluster
   that is free first (ws_units.cuh's counter, modelled greedily); stride+drawn K: the stride, then the last K
-  rounds of units drawn.
+  rounds of units drawn; stride+split KxS: the same with each drawn unit split along K into S slices (the split
+  tail designed in docs/PERF_2026-12-06i.md, without its reduction's cost).
 - Reported: the units, their mean cost per cluster, each schedule's makespan (the busiest cluster's cost) and its
   loss against that mean, and the rows computed but never stored (whole 64-row warp-group tiles).
 
@@ -36,17 +37,19 @@ def unit_costs(ms: list[int], n: int, bn: int = 256, half: float = 0.5) -> list[
     return costs
 
 
-def makespan(costs: list[float], clusters: int, drawn_rounds: int | None = 0) -> float:
+def makespan(costs: list[float], clusters: int, drawn_rounds: int | None = 0, slices: int = 1) -> float:
     """The busiest cluster's total cost: by stride, then the last ``drawn_rounds`` rounds of units drawn in turn
-    (None: every unit drawn)."""
+    (None: every unit drawn), each drawn unit split along K into ``slices`` equal parts drawn one by one (the
+    split tail of docs/PERF_2026-12-06i.md, its reduction not counted)."""
     tail = len(costs) if drawn_rounds is None else min(len(costs), drawn_rounds * clusters)
     static = len(costs) - tail
     load = [sum(costs[c:static:clusters]) for c in range(clusters)]
     heap = [(x, c) for c, x in enumerate(load)]
     heapq.heapify(heap)
     for cost in costs[static:]:
-        x, c = heapq.heappop(heap)
-        heapq.heappush(heap, (x + cost, c))
+        for _ in range(slices):
+            x, c = heapq.heappop(heap)
+            heapq.heappush(heap, (x + cost / slices, c))
     return max(x for x, _ in heap)
 
 
@@ -60,8 +63,9 @@ def model(ms: list[int], n: int, clusters: int, half: float, bn: int = 256) -> d
     costs = unit_costs(ms, n, bn, half)
     mean = sum(costs) / clusters
     row = {"units": len(costs), "mean per cluster": mean}
-    for label, rounds in (("stride", 0), ("stride+drawn 2", 2), ("drawn", None)):
-        span = makespan(costs, clusters, rounds)
+    for label, rounds, slices in (("stride", 0, 1), ("stride+drawn 2", 2, 1), ("drawn", None, 1),
+                                  ("stride+split 2x4", 2, 4)):
+        span = makespan(costs, clusters, rounds, slices)
         row[label] = span
         row[f"{label} loss %"] = 100 * (span / mean - 1)
     row["rows not stored %"] = 100 * waste(ms)
