@@ -2,16 +2,31 @@
 the stride's and the drawn schedule's makespans, and the rows computed but never stored, on hand-worked cases."""
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks"))
-units_model = pytest.importorskip("units_model")
+
+@pytest.fixture(scope="module")
+def units_model():
+    """benchmarks/units_model.py as a module, its folder on the path only while this file runs; the scripts'
+    modules it brings (units_model, cases) are taken out of sys.modules after, as test_harness_bench does."""
+    folder = os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks")
+    names = ("units_model", "cases")
+    saved = {name: sys.modules.pop(name) for name in names if name in sys.modules}
+    sys.path.insert(0, folder)
+    try:
+        yield importlib.import_module("units_model")
+    finally:
+        sys.path.remove(folder)
+        for name in names:
+            sys.modules.pop(name, None)
+        sys.modules.update(saved)
 
 
-def test_unit_costs_follow_the_warp_groups_rows():
+def test_unit_costs_follow_the_warp_groups_rows(units_model):
     # 200 rows: M-blocks of 128 and 72 (both warp groups run); 130 rows: 128 and 2 (one warp group: half)
     assert units_model.unit_costs([200], n=512) == [1.0, 1.0]
     assert units_model.unit_costs([130], n=512) == [1.0, 0.5]
@@ -21,7 +36,7 @@ def test_unit_costs_follow_the_warp_groups_rows():
     assert units_model.unit_costs([64], n=256, half=0.7) == [0.7]
 
 
-def test_drawn_units_balance_what_the_stride_cannot():
+def test_drawn_units_balance_what_the_stride_cannot(units_model):
     costs = [1, 0.5, 1, 0.5, 1, 1]
     assert units_model.makespan(costs, 2) == 3  # cluster 0 takes 1 + 1 + 1
     assert units_model.makespan(costs, 2, drawn_rounds=None) == 2.5
@@ -33,13 +48,13 @@ def test_drawn_units_balance_what_the_stride_cannot():
     assert units_model.makespan([1.0] * 3, 2, drawn_rounds=None, slices=2) == 1.5
 
 
-def test_rows_not_stored_count_whole_warp_group_tiles():
+def test_rows_not_stored_count_whole_warp_group_tiles(units_model):
     assert units_model.waste([192, 256]) == 0
     assert units_model.waste([200]) == pytest.approx(256 / 200 - 1)
     assert units_model.waste([1]) == 63
 
 
-def test_the_mixtral_figures_of_the_perf_record():
+def test_the_mixtral_figures_of_the_perf_record(units_model):
     mixtral = next(c for c in units_model.all_cases(0) if c.name == "Mixtral prefill")
     row = units_model.model(list(mixtral.case.ms), 14336, clusters=66, half=0.5)
     assert row["units"] == 3696 and row["stride"] == 56 and row["drawn"] == 56
