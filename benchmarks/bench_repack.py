@@ -49,18 +49,18 @@ def rr_case(name, dtype, device, args, report) -> list[dict]:
     forms = {"RR per call": lambda: ckgemm.grouped_gemm_packed(a, b_kn, gs, layout="RR"),
              "RR prepacked": lambda: ckgemm.grouped_gemm_packed(a, weights, gs),
              "RC": lambda: ckgemm.grouped_gemm_packed(a, b_nk, gs)}
-    results = {label: fn() for label, fn in forms.items()}
-    first = results["RC"]
+    results, paths = {}, {}
+    for label, fn in forms.items():
+        results[label] = fn()
+        paths[label] = ckgemm.last_dispatch().config_summary
     for label, y in results.items():
-        assert torch.equal(y.view(torch.uint8), first.view(torch.uint8)), label
+        assert torch.equal(y.view(torch.uint8), results["RC"].view(torch.uint8)), label
     # Round-robin (ckgemm.testing.rounds): one call of each form per round, so the power cap's drift hits all three
     # alike; timed one after another, one form once ran 17% slower than RC with the same kernel (PERF_2026-12-06i).
     graph = round_robin(forms, reference="RC", rounds=args.iters, device=device)
     e2e = round_robin(forms, reference="RC", rounds=args.iters, graph=False, sync=True, device=device)
     rows = []
-    for label, fn in forms.items():
-        fn()
-        path = ckgemm.last_dispatch().config_summary
+    for label, path in paths.items():
         lo, hi = graph.ratio_range(label)
         rows.append({"case": name, "dtype": str(dtype).replace("torch.", ""), "form": label,
                      "e2e ms": e2e.median_ms(label), "graph ms": graph.median_ms(label),
