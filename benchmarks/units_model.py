@@ -10,8 +10,9 @@ benchmark case (benchmarks/cases.py), the argument of docs/PERF_2026-12-06i.md.
   that is free first (ws_units.cuh's counter, modelled greedily); stride+drawn K: the stride, then the last K
   rounds of units drawn; stride+split KxS: the same with each drawn unit split along K into S slices (the split
   tail designed in docs/PERF_2026-12-06i.md, without its reduction's cost).
-- Reported: the units, their mean cost per cluster, each schedule's makespan (the busiest cluster's cost) and its
-  loss against that mean, and the rows computed but never stored (whole 64-row warp-group tiles).
+- Reported: the units (and how many run one warp group), their mean cost per cluster, each schedule's makespan
+  (the busiest cluster's cost) and its loss against that mean, and the rows computed but never stored (whole
+  64-row warp-group tiles). --seed draws the cases' other splits.
 
     python benchmarks/units_model.py --cases Mixtral
 """
@@ -62,7 +63,7 @@ def waste(ms: list[int]) -> float:
 def model(ms: list[int], n: int, clusters: int, half: float, bn: int = 256) -> dict:
     costs = unit_costs(ms, n, bn, half)
     mean = sum(costs) / clusters
-    row = {"units": len(costs), "mean per cluster": mean}
+    row = {"units": len(costs), "one-warp-group units": sum(c < 1 for c in costs), "mean per cluster": mean}
     for label, rounds, slices in (("stride", 0, 1), ("stride+drawn 2", 2, 1), ("drawn", None, 1),
                                   ("stride+split 2x4", 2, 4)):
         span = makespan(costs, clusters, rounds, slices)

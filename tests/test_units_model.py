@@ -57,7 +57,7 @@ def test_rows_not_stored_count_whole_warp_group_tiles(units_model):
 def test_the_mixtral_figures_of_the_perf_record(units_model):
     mixtral = next(c for c in units_model.all_cases(0) if c.name == "Mixtral prefill")
     row = units_model.model(list(mixtral.case.ms), 14336, clusters=66, half=0.5)
-    assert row["units"] == 3696 and row["stride"] == 56 and row["drawn"] == 56
+    assert row["units"] == 3696 and row["one-warp-group units"] == 84 and row["stride"] == 56 and row["drawn"] == 56
     assert row["mean per cluster"] == pytest.approx(55.36, abs=0.01)
     assert row["stride loss %"] == pytest.approx(1.15, abs=0.01)
     assert row["rows not stored %"] == pytest.approx(1.95, abs=0.01)
