@@ -52,4 +52,13 @@ inline bool units_drawn(int mode, int64_t rows, int64_t groups) {
   return mode == kUnitsDrawn || (mode == kUnitsAuto && rows < kStrideUnitRows * groups);
 }
 
+// The split tail of a 16-bit call (ws_tail.cuh): its last kTailRounds x clusters units in `slices` K-slices each,
+// from CKGEMM_WS_TAIL (ws_fp8_launch.cuh: kTailAuto unset or "auto", 0 "off", else 2 to 4 slices) where each
+// slice keeps kTailMinKBlocks k-blocks (64 bf16/fp16 elements each) or more; 0: none.
+constexpr int kTailAuto = -2, kTailRounds = 2, kTailSlices = 2, kTailMinKBlocks = 8;
+inline int tail_slices(int mode, int64_t k_blocks) {
+  const int slices = mode == kTailAuto ? kTailSlices : mode;
+  return slices >= 2 && k_blocks >= slices * kTailMinKBlocks ? slices : 0;
+}
+
 }  // namespace ckgemm::ws
