@@ -83,8 +83,8 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
   cute::cluster_wait();
   const int units = s.unit_start[p.groups], cluster = blockIdx.x / 2, clusters = gridDim.x / 2;
   // Items: the units before the tail whole, then each tail unit's slices (ws_tail.cuh); without Tail, the units.
-  const int tail = Tail ? min(units, p.tail_rounds * clusters) : 0, body = units - tail;
-  const int slices = Tail ? p.tail_slices : 1, items = body + tail * slices;
+  const TailSplit cut = Tail ? tail_split(units, clusters, p.tail_rounds, p.tail_slices) : TailSplit{units, 0, units};
+  const int body = cut.body, items = cut.items, slices = Tail ? p.tail_slices : 1;
   // The item after w of this cluster: every clusters-th (the stride) until the tail, then drawn from the counter
   // (draw(): the counter's next value, each reader stepping the ring alike); Dyn draws every item.
   auto following = [&](int w, auto&& draw) {

@@ -14,19 +14,9 @@
 
 #include <cstdint>
 
+#include "ws_fp8_schedule.h"
+
 namespace ckgemm::ws {
-
-// An item of the call's loop: a whole unit (slice -1) or one slice of a tail unit, k-blocks [kb0, kb1).
-struct Item {
-  int unit, kb0, kb1, slice;
-};
-
-// Item w of a call with `body` whole units before `slices`-way split ones.
-__device__ __forceinline__ Item item_of(int w, int body, int slices, int k_blocks) {
-  if (w < body) return {w, 0, k_blocks, -1};
-  const int j = w - body, sl = j % slices;
-  return {body + j / slices, sl * k_blocks / slices, (sl + 1) * k_blocks / slices, sl};
-}
 
 // The warp group's share of a tail unit's sum (acc: this thread's BN / 2 fp32 values; t: its index in the warp
 // group; slot: the unit's index in the tail, times 4, plus 2 x CTA rank + warp group). True where this thread
