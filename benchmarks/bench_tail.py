@@ -19,6 +19,7 @@ import torch
 
 import ckgemm
 from cases import all_cases
+from ckgemm.testing import Report, device_info
 from ckgemm.testing.peers import grouped_peer, loop_peer
 from ckgemm.testing.rounds import round_robin
 
@@ -62,7 +63,7 @@ def checked_forms(a, b, sizes, dtype, modes) -> dict:
     return fns
 
 
-def run_case(case, dtype_name: str, rounds: int, device) -> list[dict]:
+def run_case(case, dtype_name: str, rounds: int, device, report) -> list[dict]:
     dtype = DTYPES[dtype_name]
     sizes, n, k = case.case.ms, case.case.ns[0], case.case.ks[0]
     gen = torch.Generator(device=device).manual_seed(case.case.seed or 0)
@@ -84,6 +85,9 @@ def run_case(case, dtype_name: str, rounds: int, device) -> list[dict]:
                          "ms": result.median_ms(form), "best peer": best, "peer ms": result.median_ms(best),
                          "peer/form": f"{result.ratio(best, over=form):.4f} ({lo:.3f}-{hi:.3f})",
                          "off/form": f"{result.ratio('tail off', over=form):.4f} ({olo:.3f}-{ohi:.3f})"})
+            report.add(op=f"{form} {label_sync}", backend="ckgemm", dtype=dtype_name, layout="RC", shape=case.name,
+                       time={"median_ms": result.median_ms(form)}, flops=case.case.flops, best_peer=best,
+                       peer_over_form=rows[-1]["peer/form"], off_over_form=rows[-1]["off/form"])
     return rows
 
 
@@ -95,13 +99,14 @@ def main() -> int:
     device = common.gpu_device(needs_native=True)
     if device is None:
         return 2
+    report = Report("ckgemm own 16-bit kernel: split tail", meta=device_info.environment(device))
     rows = []
     for case in all_cases(args.seed):
         if case.decode or len(set(case.case.ns)) != 1 or not common.selected(case.name, args):
             continue
         for dtype_name in args.dtype.split(","):
-            rows += run_case(case, dtype_name, args.rounds, device)
-    common.finish(None, rows, args)
+            rows += run_case(case, dtype_name, args.rounds, device, report)
+    common.finish(report, rows, args)
     return 0 if rows else 2
 
 
