@@ -1,8 +1,8 @@
 #!/usr/bin/env python
-"""The own 16-bit kernel's split tail (csrc/cuda/ws_tail.cuh: the call's last two rounds of units split along K,
-drawn in turn, summed in a fixed order) against the unsplit call and the peers, on the compute-bound cases:
-CKGEMM_WS_TAIL off, 2, 3 and 4 slices (read at each call, so one process times every form round-robin, under graph
-replay and end to end), the torch.matmul loop and, in bf16, torch._grouped_mm. Each form is first checked
+"""The own 16-bit kernel's split tail (csrc/cuda/ws_tail.cuh: the call's last round of units split along K, drawn
+in turn, summed in a fixed order) against the unsplit call and the peers, on the compute-bound cases:
+CKGEMM_WS_TAIL off, 2 and 3 slices, and 2 slices over two rounds (2x2; read at each call, so one process
+times every form round-robin, under graph replay and end to end), the torch.matmul loop and, in bf16, torch._grouped_mm. Each form is first checked
 against the unsplit one and a float reference on a NaN-poisoned output, and each split form called twice for
 the same bits. Printed per case and form: median ms, the best peer's time over the form's per round (above 1:
 faster) and 'off''s time over the form's, each with p10-p90.
@@ -23,7 +23,7 @@ from ckgemm.testing import Report, device_info
 from ckgemm.testing.peers import grouped_peer, loop_peer
 from ckgemm.testing.rounds import round_robin
 
-MODES = ("off", "2", "3", "4")
+MODES = ("off", "2", "3", "2x2")
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 

@@ -8,9 +8,9 @@ benchmark case (benchmarks/cases.py), the argument of docs/PERF_2026-12-06i.md.
   costs --half of a whole unit; every other unit costs 1.
 - stride: cluster c takes units c, c + C, c + 2C, ... (C clusters); drawn: each unit goes, in order, to the cluster
   that is free first (ws_units.cuh's counter, modelled greedily); stride+drawn K: the stride, then the last K
-  rounds of units drawn; stride+split KxS (drawn+split KxS): the stride (every unit drawn) with the last K
-  rounds' units split along K into S slices, drawn (the split tail, csrc/cuda/ws_tail.cuh, CKGEMM_WS_TAIL's
-  default 2x2; without its reduction's cost).
+  rounds of units drawn; stride+split SxR (drawn+split SxR): the stride (every unit drawn) with the last R
+  rounds' units split along K into S slices, drawn (the split tail, csrc/cuda/ws_tail.cuh; CKGEMM_WS_TAIL's
+  notation, its default 2x1; without the partials' cost).
 - Reported: the units (and how many run one warp group), their mean cost per cluster, each schedule's makespan
   (the busiest cluster's cost) and its loss against that mean, and the rows computed but never stored (whole
   64-row warp-group tiles). --seed draws the cases' other splits.
@@ -70,8 +70,8 @@ def model(ms: list[int], n: int, clusters: int, half: float, bn: int = 256) -> d
     mean = sum(costs) / clusters
     row = {"units": len(costs), "one-warp-group units": sum(c < 1 for c in costs), "mean per cluster": mean}
     for label, rounds, slices, body_drawn in (("stride", 0, 1, False), ("stride+drawn 2", 2, 1, False),
-                                              ("drawn", None, 1, False), ("stride+split 2x2", 2, 2, False),
-                                              ("drawn+split 2x2", 2, 2, True), ("stride+split 2x4", 2, 4, False)):
+                                              ("drawn", None, 1, False), ("stride+split 2x1", 1, 2, False),
+                                              ("drawn+split 2x1", 1, 2, True), ("stride+split 4x2", 2, 4, False)):
         span = makespan(costs, clusters, rounds, slices, body_drawn)
         row[label] = span
         row[f"{label} loss %"] = 100 * (span / mean - 1)

@@ -1,7 +1,7 @@
-"""The split tail of ckgemm's own 16-bit kernel (csrc/cuda/ws_tail.cuh): a call's last two rounds of units split
-along K into 2-4 slices, drawn in turn, the partials summed in slice order by the last slice. Checked against the
+"""The split tail of ckgemm's own 16-bit kernel (csrc/cuda/ws_tail.cuh): a call's last round (or rounds) of units
+split along K into 2-4 slices, drawn in turn, the partials summed in slice order by the slice that ends last. Checked against the
 harness reference on NaN-poisoned outputs with the tail in the middle of a call (units before it by stride and
-drawn), the whole call a tail, and few SMs (set_num_sms: a tail of 2 x clusters units behind a long body); the
+drawn), the whole call a tail, and few SMs (set_num_sms: a tail of one or two rounds behind a long body); the
 same bits on every repeat (the sum's order is fixed), within the reference's bounds of the unsplit call, under
 graph replay with new device sizes, and CKGEMM_WS_TAIL's other values refused. CUTLASS only."""
 from __future__ import annotations
@@ -49,7 +49,7 @@ def _call(case, dtype, tile, tail, sms=0):
 
 
 @pytest.mark.parametrize("sms", [0, 16], ids=["all-sms", "16-sms"])
-@pytest.mark.parametrize("tail", ["auto", "3", "4"])
+@pytest.mark.parametrize("tail", ["auto", "3", "4x2"])
 @pytest.mark.parametrize("tile", TILES, ids=[f"n{t}" for t in TILES])
 @pytest.mark.parametrize("case", CASES)
 def test_split_tail_matches_the_reference_and_repeats_its_bits(case, tile, tail, sms):
@@ -88,9 +88,9 @@ def test_split_tail_replays_a_graph_with_new_device_sizes():
         ckgemm.set_num_sms(0)
 
 
-@pytest.mark.parametrize("value", ["on", "1", "5", "22"])
+@pytest.mark.parametrize("value", ["on", "1", "5", "22", "2x0"])
 def test_an_unknown_tail_setting_is_refused(value):
-    """Read at each call: a value other than auto, off, 2, 3 or 4 makes the 16-bit call that the rule gives the
+    """Read at each call: a value other than auto, off, 2, 3, 4 or SxR makes the 16-bit call that the rule gives the
     own kernel raise, naming the setting, with nothing written."""
     a = torch.randn(600, 256, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(2, 512, 256, device="cuda", dtype=torch.bfloat16)

@@ -281,7 +281,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
       read_next(w);
       if constexpr (Tail) {  // a tail unit's slice: its partial written, or the whole sum to store (ws_tail.cuh)
         if (it.slice >= 0 && !tail_sum<BN>(acc, p.tail_flags, p.partials, 4 * (u - body) + 2 * rank + wg, it.slice,
-                                           slices, wg, tid % 128))
+                                           slices, wg, tid % 128, &s.tail_last[wg]))
           continue;
       }
       store_tile<BN, R, Out>(p, t, acc, r_lo, lane);

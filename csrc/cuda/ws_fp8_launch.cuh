@@ -6,7 +6,6 @@
 #include <cuda.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <utility>
 
@@ -68,15 +67,9 @@ inline int units_mode() {
   return mode;
 }
 
-// CKGEMM_WS_TAIL, the split tail of a 16-bit call (ws_fp8_rules.h's tail_slices): unset or "auto" (the default),
-// "off", or 2, 3 or 4 slices; read at each call (one getenv), so that a process can switch; any other value
-// refuses every 16-bit call routed to the own kernel (-1 here).
-inline int tail_mode() {
-  const char* e = std::getenv("CKGEMM_WS_TAIL");
-  if (e == nullptr || e[0] == 0 || std::strcmp(e, "auto") == 0) return kTailAuto;
-  if (std::strcmp(e, "off") == 0) return 0;
-  return e[0] >= '2' && e[0] <= '4' && e[1] == 0 ? e[0] - '0' : -1;
-}
+// CKGEMM_WS_TAIL, the split tail of a 16-bit call (ws_fp8_rules.h's tail_setting), read at each call (one getenv)
+// so that a process can switch; an invalid value (slices -1) refuses every 16-bit call routed to the own kernel.
+inline TailSetting tail_mode() { return tail_setting(std::getenv("CKGEMM_WS_TAIL")); }
 
 // An upper bound on a call's cluster units from its host-side sizes (sum over groups of ceil(M_g / 128) <=
 // rows / 128 + G): the grid's and the split tail's workspace's.
@@ -105,23 +98,24 @@ inline int pair_grid(int64_t units, int sm_count) {
 }
 
 // A 16-bit call's split tail (ws_tail.cuh): its slices (0: none) and the workspace it takes after the unit
-// counter's 16 bytes: a flag per tail unit, CTA and warp group (tail_rounds x clusters units at most, on a grid
-// of pair_grid's), then each one's partials, 64 x BN fp32 for every slice but the last.
+// counter's 16 bytes: a flag per tail unit, CTA and warp group (rounds x clusters units at most, on a grid of
+// pair_grid's), then each one's partials, 64 x BN fp32 for every slice.
 struct TailPlan {
-  int slices = 0;
+  int slices = 0, rounds = 0;
   size_t flag_bytes = 0, partial_bytes = 0;
 };
 template <int BN, In I, bool McastB>
 TailPlan tail_plan(const PackedArgs& c, int sm_count) {
   TailPlan t;
-  const int mode = tail_mode();
-  if (!kCanDraw<I, McastB> || mode < 0) return t;
+  const TailSetting mode = tail_mode();
+  if (!kCanDraw<I, McastB>) return t;
   t.slices = tail_slices(mode, (c.k * in_bytes(I) + kBlockK - 1) / kBlockK);
   if (t.slices == 0) return t;
-  const int64_t bound = units_bound<BN, McastB>(c), rounds = kTailRounds * (pair_grid(bound, sm_count) / 2);
-  const int64_t slots = 4 * (bound < rounds ? bound : rounds);
+  t.rounds = mode.rounds;
+  const int64_t bound = units_bound<BN, McastB>(c), tail = t.rounds * (pair_grid(bound, sm_count) / 2);
+  const int64_t slots = 4 * (bound < tail ? bound : tail);
   t.flag_bytes = (slots * sizeof(int) + 15) / 16 * 16;
-  t.partial_bytes = static_cast<size_t>(slots) * (t.slices - 1) * 64 * BN * sizeof(float);
+  t.partial_bytes = static_cast<size_t>(slots) * t.slices * 64 * BN * sizeof(float);
   return t;
 }
 
@@ -190,8 +184,8 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
     *why = "CKGEMM_WS_UNITS must be auto (the default), dynamic or static";
     return cudaErrorInvalidValue;
   }
-  if (in_bytes(I) == 2 && tail_mode() == -1) {
-    *why = "CKGEMM_WS_TAIL must be auto (the default), off, 2, 3 or 4";
+  if (in_bytes(I) == 2 && tail_mode().slices < 0) {
+    *why = "CKGEMM_WS_TAIL must be auto (the default), off, 2, 3 or 4 slices, or SxR: S slices in R rounds (1-4)";
     return cudaErrorInvalidValue;
   }
   const size_t needed = workspace_bytes<BN, R, I, McastB>(c, feed, sm_count);
@@ -263,7 +257,7 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
   }
   if (dynamic || tail.slices) {  // the items drawn so far and the tail's flags: none
     p.counter = static_cast<int*>(workspace);
-    p.tail_rounds = kTailRounds;
+    p.tail_rounds = tail.rounds;
     p.tail_slices = tail.slices;
     p.tail_flags = reinterpret_cast<int*>(static_cast<uint8_t*>(workspace) + 16);
     p.partials = reinterpret_cast<float*>(static_cast<uint8_t*>(workspace) + 16 + tail.flag_bytes);

@@ -84,6 +84,7 @@ struct alignas(1024) Smem {
   float sbt[2][2][2][kMaxKBlocks];  // [buffer][warp group][B block][k-block]: a tile's, and the next tile's in flight
   uint64_t full[Config<BN, McastB>::kStages], empty[Config<BN, McastB>::kStages];
   UnitRing units;  // dynamic units (ws_units.cuh)
+  int tail_last[2];  // per consumer warp group: its tail slice counted last (ws_tail.cuh)
   int row_start[kMaxGroups + 1], unit_start[kMaxGroups + 1];
   int bad;
 };

@@ -72,9 +72,9 @@ void check_cases(std::mt19937& rng) {
 
 // The split tail on `units` units, `clusters` clusters, K of k_blocks: the stride's units then every drawn item,
 // as the kernel takes them, each (unit, k-block) once.
-void check_tail(int units, int clusters, int slices, int k_blocks) {
-  const TailSplit cut = tail_split(units, clusters, kTailRounds, slices);
-  CHECK_EQ(cut.tail, units < kTailRounds * clusters ? units : kTailRounds * clusters);
+void check_tail(int units, int clusters, int slices, int rounds, int k_blocks) {
+  const TailSplit cut = tail_split(units, clusters, rounds, slices);
+  CHECK_EQ(cut.tail, units < rounds * clusters ? units : rounds * clusters);
   CHECK_EQ(cut.body + cut.tail, units);
   std::map<std::pair<int, int>, int> seen;
   int last_unit = -1, last_slice = -1;
@@ -119,14 +119,24 @@ int main() {
   // The split tail: calls shorter than its two rounds (all tail), longer (a body), each slice count, K from the
   // shallowest that tail_slices splits.
   for (int slices = 2; slices <= 4; ++slices)
-    for (int k_blocks : {slices * kTailMinKBlocks, 45, 64, 112})
-      for (int units : {0, 1, 65, 132, 133, 655, 2048, 3696})
-        for (int clusters : {1, 8, 66}) check_tail(units, clusters, slices, k_blocks);
-  CHECK_EQ(tail_slices(kTailAuto, 64), kTailSlices);                    // Mixtral's K 4096 in bf16: 64 k-blocks
-  CHECK_EQ(tail_slices(kTailAuto, 2 * kTailMinKBlocks - 1), 0);          // too shallow for two slices
-  CHECK_EQ(tail_slices(0, 64), 0);                                        // off
-  CHECK_EQ(tail_slices(4, 4 * kTailMinKBlocks), 4);
-  CHECK_EQ(tail_slices(4, 4 * kTailMinKBlocks - 1), 0);
+    for (int rounds = 1; rounds <= 2; ++rounds)
+      for (int k_blocks : {slices * kTailMinKBlocks, 45, 112})
+        for (int units : {0, 1, 65, 132, 133, 655, 2048, 3696})
+          for (int clusters : {1, 8, 66}) check_tail(units, clusters, slices, rounds, k_blocks);
+  // CKGEMM_WS_TAIL's values and the depth a split needs
+  const TailSetting automatic = tail_setting(nullptr), off = tail_setting("off"), three = tail_setting("3");
+  CHECK(tail_setting("auto").slices == automatic.slices && tail_setting("").rounds == automatic.rounds);
+  CHECK_EQ(automatic.slices, kTailSlices);
+  CHECK_EQ(automatic.rounds, kTailRounds);
+  CHECK_EQ(off.slices, 0);
+  CHECK(three.slices == 3 && three.rounds == kTailRounds);
+  CHECK(tail_setting("4x2").slices == 4 && tail_setting("4x2").rounds == 2);
+  for (const char* bad : {"on", "1", "5", "22", "2x", "2x0", "2x5", "2x12", "x2", "OFF"}) CHECK_EQ(tail_setting(bad).slices, -1);
+  CHECK_EQ(tail_slices(automatic, 64), kTailSlices);                    // Mixtral's K 4096 in bf16: 64 k-blocks
+  CHECK_EQ(tail_slices(automatic, 2 * kTailMinKBlocks - 1), 0);          // too shallow for two slices
+  CHECK_EQ(tail_slices(off, 64), 0);
+  CHECK_EQ(tail_slices(tail_setting("4"), 4 * kTailMinKBlocks), 4);
+  CHECK_EQ(tail_slices(tail_setting("4"), 4 * kTailMinKBlocks - 1), 0);
   std::printf("test_ws_schedule: %d checks, %d failures\n", host_test::checks(), host_test::failures());
   return host_test::failures() == 0 ? 0 : 1;
 }
