@@ -8,8 +8,9 @@ benchmark case (benchmarks/cases.py), the argument of docs/PERF_2026-12-06i.md.
   costs --half of a whole unit; every other unit costs 1.
 - stride: cluster c takes units c, c + C, c + 2C, ... (C clusters); drawn: each unit goes, in order, to the cluster
   that is free first (ws_units.cuh's counter, modelled greedily); stride+drawn K: the stride, then the last K
-  rounds of units drawn; stride+split KxS: the same with each drawn unit split along K into S slices (the split
-  tail designed in docs/PERF_2026-12-06i.md, without its reduction's cost).
+  rounds of units drawn; stride+split SxR (drawn+split SxR): the stride (every unit drawn) with the last R
+  rounds' units split along K into S slices, drawn (the split tail, csrc/cuda/ws_tail.cuh; CKGEMM_WS_TAIL's
+  notation, its default 2x1; without the partials' cost).
 - Reported: the units (and how many run one warp group), their mean cost per cluster, each schedule's makespan
   (the busiest cluster's cost) and its loss against that mean, and the rows computed but never stored (whole
   64-row warp-group tiles). --seed draws the cases' other splits.
@@ -38,15 +39,19 @@ def unit_costs(ms: list[int], n: int, bn: int = 256, half: float = 0.5) -> list[
     return costs
 
 
-def makespan(costs: list[float], clusters: int, drawn_rounds: int | None = 0, slices: int = 1) -> float:
-    """The busiest cluster's total cost: by stride, then the last ``drawn_rounds`` rounds of units drawn in turn
-    (None: every unit drawn), each drawn unit split along K into ``slices`` equal parts drawn one by one (the
-    split tail of docs/PERF_2026-12-06i.md, its reduction not counted)."""
+def makespan(costs: list[float], clusters: int, drawn_rounds: int | None = 0, slices: int = 1,
+             body_drawn: bool = False) -> float:
+    """The busiest cluster's total cost: by stride (or, ``body_drawn``, drawn in turn), then the last
+    ``drawn_rounds`` rounds of units drawn in turn (None: every unit drawn), each drawn unit split along K into
+    ``slices`` equal parts drawn one by one (the split tail, csrc/cuda/ws_tail.cuh; its reduction not counted)."""
     tail = len(costs) if drawn_rounds is None else min(len(costs), drawn_rounds * clusters)
     static = len(costs) - tail
-    load = [sum(costs[c:static:clusters]) for c in range(clusters)]
+    load = [0.0] * clusters if body_drawn else [sum(costs[c:static:clusters]) for c in range(clusters)]
     heap = [(x, c) for c, x in enumerate(load)]
     heapq.heapify(heap)
+    for cost in costs[:static] if body_drawn else ():
+        x, c = heapq.heappop(heap)
+        heapq.heappush(heap, (x + cost, c))
     for cost in costs[static:]:
         for _ in range(slices):
             x, c = heapq.heappop(heap)
@@ -64,9 +69,10 @@ def model(ms: list[int], n: int, clusters: int, half: float, bn: int = 256) -> d
     costs = unit_costs(ms, n, bn, half)
     mean = sum(costs) / clusters
     row = {"units": len(costs), "one-warp-group units": sum(c < 1 for c in costs), "mean per cluster": mean}
-    for label, rounds, slices in (("stride", 0, 1), ("stride+drawn 2", 2, 1), ("drawn", None, 1),
-                                  ("stride+split 2x4", 2, 4)):
-        span = makespan(costs, clusters, rounds, slices)
+    for label, rounds, slices, body_drawn in (("stride", 0, 1, False), ("stride+drawn 2", 2, 1, False),
+                                              ("drawn", None, 1, False), ("stride+split 2x1", 1, 2, False),
+                                              ("drawn+split 2x1", 1, 2, True), ("stride+split 4x2", 2, 4, False)):
+        span = makespan(costs, clusters, rounds, slices, body_drawn)
         row[label] = span
         row[f"{label} loss %"] = 100 * (span / mean - 1)
     row["rows not stored %"] = 100 * waste(ms)
