@@ -9,8 +9,10 @@ benchmark case (benchmarks/cases.py), the argument of docs/PERF_2026-12-06i.md.
 - stride: cluster c takes units c, c + C, c + 2C, ... (C clusters); drawn: each unit goes, in order, to the cluster
   that is free first (ws_units.cuh's counter, modelled greedily); stride+drawn K: the stride, then the last K
   rounds of units drawn; stride+split SxR (drawn+split SxR): the stride (every unit drawn) with the last R
-  rounds' units split along K into S slices, drawn (the split tail, csrc/cuda/ws_tail.cuh; CKGEMM_WS_TAIL's
-  notation, its default 2x1; without the partials' cost).
+  rounds' units split along K into S slices, drawn, each slice costing 1/S of its unit plus --slice-overhead (the
+  split tail built in f3bdbd7 and taken out again: on an H100 each slice cost 0.3-0.66 of a unit more than its
+  share, fitted to docs/PERF_2026-12-07.md's runs, so it lost 1.4-1.7% where this model without the overhead
+  gains 0.9-1.6%).
 - Reported: the units (and how many run one warp group), their mean cost per cluster, each schedule's makespan
   (the busiest cluster's cost) and its loss against that mean, and the rows computed but never stored (whole
   64-row warp-group tiles). --seed draws the cases' other splits.
@@ -40,10 +42,11 @@ def unit_costs(ms: list[int], n: int, bn: int = 256, half: float = 0.5) -> list[
 
 
 def makespan(costs: list[float], clusters: int, drawn_rounds: int | None = 0, slices: int = 1,
-             body_drawn: bool = False) -> float:
+             body_drawn: bool = False, overhead: float = 0.0) -> float:
     """The busiest cluster's total cost: by stride (or, ``body_drawn``, drawn in turn), then the last
     ``drawn_rounds`` rounds of units drawn in turn (None: every unit drawn), each drawn unit split along K into
-    ``slices`` equal parts drawn one by one (the split tail, csrc/cuda/ws_tail.cuh; its reduction not counted)."""
+    ``slices`` equal parts drawn one by one, each costing ``overhead`` more where there are two or more."""
+    extra = overhead if slices > 1 else 0.0
     tail = len(costs) if drawn_rounds is None else min(len(costs), drawn_rounds * clusters)
     static = len(costs) - tail
     load = [0.0] * clusters if body_drawn else [sum(costs[c:static:clusters]) for c in range(clusters)]
@@ -55,7 +58,7 @@ def makespan(costs: list[float], clusters: int, drawn_rounds: int | None = 0, sl
     for cost in costs[static:]:
         for _ in range(slices):
             x, c = heapq.heappop(heap)
-            heapq.heappush(heap, (x + cost / slices, c))
+            heapq.heappush(heap, (x + cost / slices + extra, c))
     return max(x for x, _ in heap)
 
 
@@ -65,14 +68,14 @@ def waste(ms: list[int]) -> float:
     return computed / sum(ms) - 1
 
 
-def model(ms: list[int], n: int, clusters: int, half: float, bn: int = 256) -> dict:
+def model(ms: list[int], n: int, clusters: int, half: float, bn: int = 256, overhead: float = 0.0) -> dict:
     costs = unit_costs(ms, n, bn, half)
     mean = sum(costs) / clusters
     row = {"units": len(costs), "one-warp-group units": sum(c < 1 for c in costs), "mean per cluster": mean}
     for label, rounds, slices, body_drawn in (("stride", 0, 1, False), ("stride+drawn 2", 2, 1, False),
                                               ("drawn", None, 1, False), ("stride+split 2x1", 1, 2, False),
                                               ("drawn+split 2x1", 1, 2, True), ("stride+split 4x2", 2, 4, False)):
-        span = makespan(costs, clusters, rounds, slices, body_drawn)
+        span = makespan(costs, clusters, rounds, slices, body_drawn, overhead)
         row[label] = span
         row[f"{label} loss %"] = 100 * (span / mean - 1)
     row["rows not stored %"] = 100 * waste(ms)
@@ -85,6 +88,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of the shapes (default 0)")
     parser.add_argument("--sms", type=int, default=132, help="SMs: clusters of two (default 132, an H100/H200)")
     parser.add_argument("--half", type=float, default=0.5, help="cost of a one-warp-group unit (default 0.5)")
+    parser.add_argument("--slice-overhead", type=float, default=0.0,
+                        help="a split slice's cost beyond its share, in units (default 0; measured 0.3-0.66)")
     args = parser.parse_args()
     wanted = [w for w in args.cases.split(",") if w]
     rows = []
@@ -94,7 +99,8 @@ def main() -> int:
         ns = set(case.case.ns)
         if len(ns) != 1:
             continue
-        rows.append({"case": case.name, **model(list(case.case.ms), ns.pop(), args.sms // 2, args.half)})
+        rows.append({"case": case.name, **model(list(case.case.ms), ns.pop(), args.sms // 2, args.half,
+                                                   overhead=args.slice_overhead)})
     print(tabulate(rows, headers="keys", floatfmt=".3g"))
     return 0 if rows else 2
 

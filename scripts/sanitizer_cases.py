@@ -57,26 +57,16 @@ def run_instance(info, dev) -> None:
         run_one_cluster(info, dtype, dev, [300, 0, 129, 64, 200])
     if info["packed_only"] and info["dtype"] in (0, 1):
         run_one_cluster(info, dtype, dev, [2100, 2000])
-        # Its split tail (ws_tail.cuh) in two and four K slices after units by stride and drawn: partials through
-        # the workspace, flags across CTAs (K 1024: 16 k-blocks; small integers, exact in any order of the sum)
-        for slices in ("2", "4"):
-            os.environ["CKGEMM_WS_TAIL"] = slices
-            try:
-                run_one_cluster(info, dtype, dev, [300, 0, 129, 64, 200], k=1024)
-                run_one_cluster(info, dtype, dev, [2100, 2000], k=1024)
-            finally:
-                os.environ.pop("CKGEMM_WS_TAIL", None)
     if info["packed_only"] and layout == "RR":  # the own RR kernel (K 200 above is not its): on one cluster, its
         run_one_cluster(info, dtype, dev, [300, 0, 129, 64, 200], "RR")  # ring wrapping; int8's 256-row tile,
         run_one_cluster(info, dtype, dev, [30, 0, 51, 12], "RR")  # then its 128-row one (fp8 has that one only)
     print(f"ok {label(info)}: {ckgemm.last_dispatch()}")
 
 
-def run_one_cluster(info, dtype, dev, sizes, layout="RC", k=None) -> None:
-    # RC: K of 272 bytes for 16-bit, 144 for 8-bit (multiples of 16: no copy of A or B) unless given; RR: N and K
-    # multiples of 16, five k-blocks
-    default_k, n = ((136 if dtype.itemsize == 2 else 144), 520) if layout == "RC" else (640, 272)
-    k = k or default_k
+def run_one_cluster(info, dtype, dev, sizes, layout="RC") -> None:
+    # RC: K of 272 bytes for 16-bit, 144 for 8-bit (multiples of 16: no copy of A or B); RR: N and K multiples
+    # of 16, five k-blocks
+    k, n = ((136 if dtype.itemsize == 2 else 144), 520) if layout == "RC" else (640, 272)
     a = _small((sum(sizes), k), dtype, dev)
     b = _small((len(sizes), n, k) if layout == "RC" else (len(sizes), k, n), dtype, dev)
     before = ckgemm.get_num_sms()

@@ -52,14 +52,9 @@ def test_own_16bit_kernel_matches_the_reference(case, dtype, tile):
 @pytest.mark.parametrize("tile", TILES, ids=[f"n{t}" for t in TILES])
 @pytest.mark.parametrize("dtype", DTYPES, ids=list(DTYPES))
 def test_own_16bit_kernel_gives_cutlass_bits(dtype, tile):
-    """Both sum the same k16 wgmmas in K order into fp32 and round once: the same bits, rows of every group
-    (the split tail off: its K slices sum in another order, test_gpu_own_tail.py)."""
+    """Both sum the same k16 wgmmas in K order into fp32 and round once: the same bits, rows of every group."""
     sizes, n, k = [0, 1, 65, 129, 300, 1000], 2 * int(tile) + 64, 2888
-    os.environ["CKGEMM_WS_TAIL"] = "off"
-    try:
-        _, _, _, ours = _call(sizes, n, k, DTYPES[dtype], f"own16-bits-{dtype}", TILES[tile])
-    finally:
-        os.environ.pop("CKGEMM_WS_TAIL", None)
+    _, _, _, ours = _call(sizes, n, k, DTYPES[dtype], f"own16-bits-{dtype}", TILES[tile])
     theirs_config = TILES[tile].replace("ws_", "coop_")
     _, _, _, theirs = _call(sizes, n, k, DTYPES[dtype], f"own16-bits-{dtype}", theirs_config)
     assert _paths() == {f"cutlass:{theirs_config}"}, ckgemm.last_dispatch()

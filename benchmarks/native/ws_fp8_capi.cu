@@ -54,7 +54,7 @@ int ws_fp8_packed(const void* a, const void* b, void* c, const void* sizes, int 
       out_f32 == std::is_same_v<OUT_, float>)                                                             \
     {                                                                                                     \
       size_t have = 0;                                                                                    \
-      void* w = workspace(workspace_bytes<BN_, Recipe::R_>(call, CKGEMM_WS_SCALES, sm_count), &have);                    \
+      void* w = workspace(workspace_bytes<Recipe::R_>(call, CKGEMM_WS_SCALES), &have);                    \
       e = launch<BN_, MB_, Recipe::R_, OUT_>(call, CKGEMM_WS_SCALES, w, have, sm_count, s, &why);         \
     }
 #define WS_BOTH(BN_, R_, OUT_) WS_CASE(BN_, 0, R_, OUT_) WS_CASE(BN_, 1, R_, OUT_)

@@ -26,8 +26,6 @@
 //     fp8 and int8 clusters take every clusters-th unit; 16-bit ones draw theirs in turn from a counter (Dyn,
 //     ws_units.cuh), which keeps the units in flight a contiguous run where tiles take unequal times, unless
 //     their groups average 2048 rows or more or CKGEMM_WS_UNITS says otherwise (ws_fp8_rules.h's units_drawn);
-//     and, in their Tail form, the call's last units split along K into slices drawn from that counter and summed
-//     in a fixed order (ws_tail.cuh, ws_fp8_rules.h's tail_slices);
 //   - a consumer warp group with no rows of its group in the tile (or a pair's tile past N) skips the
 //     wgmmas and the store and only keeps the ring in step;
 //   - the epilogue stores from registers: a whole tile without per-element bounds and, where C's rows are
@@ -52,12 +50,12 @@ namespace ckgemm::ws {
 // shared memory once per tile, and the k-loop reads B's before the full-barrier wait and A's before wgmma.fence.
 // (Consumers reading the scales from global two k-blocks ahead, and TMA boxes of four k-blocks' scales with the
 // stage's operands, were measured and removed: docs/PERF_2026-12-02.md.)
-template <int BN, bool McastB, Recipe R, class Out, int Feed, In I = In::E4M3, bool Dyn = false, bool Tail = false>
+template <int BN, bool McastB, Recipe R, class Out, int Feed, In I = In::E4M3, bool Dyn = false>
 __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_constant__ Params p) {
   using Cfg = Config<BN, McastB>;
   static_assert(Feed == kFeedWarp || Feed == kFeedTma, "scale feed: kFeedWarp or kFeedTma");
   static_assert(I == In::E4M3 || R == Recipe::None, "16-bit and int8 operands: unscaled only");
-  static_assert(!(Dyn || Tail) || (in_bytes(I) == 2 && !McastB), "dynamic units and the split tail: 16-bit A-multicast pairs");
+  static_assert(!Dyn || (in_bytes(I) == 2 && !McastB), "dynamic units (ws_units.cuh): 16-bit A-multicast pairs");
   static_assert(CKGEMM_WS_AHEAD == 1 || I == In::E4M3, "CKGEMM_WS_AHEAD 2: fp8 only (the direct k-loop never calls ahead)");
   constexpr bool kScaleWarp = R == Recipe::Block && Feed == kFeedWarp;
   constexpr bool kScaleTma = R == Recipe::Block && Feed == kFeedTma;
@@ -75,23 +73,13 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
       Barrier::init(&s.full[i], kScaleWarp ? 1 + 32 : 1);  // the TMA thread (+ the scale warp's lanes)
       Barrier::init(&s.empty[i], 16);  // each consumer warp of both CTAs
     }
-    if constexpr (Dyn || Tail) init_units(s.units);
+    if constexpr (Dyn) init_units(s.units);
     cutlass::arch::fence_barrier_init();
   }
   build_table<McastB>(s, p, n_blocks);
   cute::cluster_arrive_relaxed();
   cute::cluster_wait();
   const int units = s.unit_start[p.groups], cluster = blockIdx.x / 2, clusters = gridDim.x / 2;
-  // Items: the units before the tail whole, then each tail unit's slices (ws_tail.cuh); without Tail, the units.
-  const TailSplit cut = Tail ? tail_split(units, clusters, p.tail_rounds, p.tail_slices) : TailSplit{units, 0, units};
-  const int body = cut.body, items = cut.items, slices = Tail ? p.tail_slices : 1;
-  // The item after w of this cluster: every clusters-th (the stride) until the tail, then drawn from the counter
-  // (draw(): the counter's next value, each reader stepping the ring alike); Dyn draws every item.
-  auto following = [&](int w, auto&& draw) {
-    if constexpr (Dyn) return draw();
-    else if (!Tail || w + clusters < body) return w + clusters;
-    else return body + draw();
-  };
 
   if (warp_group == 0) {  // producer: warp 0 issues TMA, warp 1 copies block scales
     cutlass::arch::warpgroup_reg_dealloc<Cfg::kProducerRegs>();
@@ -99,13 +87,13 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
     if ((warp == 0 && lane == 0) || (kScaleWarp && warp == 1)) {
       int stage = 0, step = 0;
       uint32_t phase = 0;
-      auto draw = [&] {  // drawn items: rank 0 draws and publishes them, rank 1 reads them (16-bit only)
-        return rank == 0 ? publish_unit(s.units, p.counter, step++) : read_unit(s.units, step++, true, 1u, 0);
+      auto next = [&](int u) {  // dynamic units: rank 0 draws and publishes them, rank 1 reads them (16-bit only)
+        if constexpr (!Dyn) return u + clusters;
+        else return rank == 0 ? publish_unit(s.units, p.counter, step++) : read_unit(s.units, step++, true, 1u, 0);
       };
-      for (int w = following(cluster - clusters, draw); w < items; w = following(w, draw)) {
-        const Item it = Tail ? item_of(w, body, slices, k_blocks) : Item{w, 0, k_blocks, -1};
-        const Tile t = decode<BN, McastB>(s, p.groups, it.unit, rank);
-        for (int kb = it.kb0; kb < it.kb1; ++kb) {
+      for (int u = Dyn ? next(0) : cluster; u < units; u = next(u)) {
+        const Tile t = decode<BN, McastB>(s, p.groups, u, rank);
+        for (int kb = 0; kb < k_blocks; ++kb) {
           Barrier::wait(&s.empty[stage], phase ^ 1);
           if (warp == 0) {
             Barrier::arrive_and_expect_tx(&s.full[stage], Cfg::kBytesA + Cfg::kBytesB + (kScaleTma ? kBulkScaleBytes : 0));
@@ -158,31 +146,27 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
         cp_async_f32(&s.sbt[buf][wg][i >= k_blocks][i % k_blocks], i < k_blocks ? b0p + i : b1p + (i - k_blocks));
       asm volatile("cp.async.commit_group;" ::: "memory");
     };
-    int buf = 0, step = 0, w_next = 0;
+    int buf = 0, step = 0, u_next = 0;
     // Dynamic units: each warp reads its next unit once its k-loop is done and before the tile's stores. The
     // read's release of the ring slot (cluster scope: MEMBAR.GPU, ERRBAR) then waits only for the previous tile's
     // stores, long landed, not for this tile's 64 KB in flight, which cost a global round trip every tile: drawn
     // units on 8 x 4096^3 went from 0.983-0.987x CUTLASS's 128x256 to 0.992-0.995x (three H100 processes each;
     // the stride 1.015x; docs/PERF_2026-12-06f.md).
-    constexpr bool kDrawing = Dyn || Tail;  // items that may be drawn: each decoded where it starts
-    auto draw = [&] { return read_unit(s.units, step++, lane == 0, 0xffffffffu, 0); };
-    auto read_next = [&](int w) {
-      if constexpr (kDrawing) w_next = following(w, draw);
+    auto read_next = [&] {
+      if constexpr (Dyn) u_next = read_unit(s.units, step++, lane == 0, 0xffffffffu, 0);
     };
-    auto next = [&](int w) {
-      if constexpr (kDrawing) return w_next;
-      else return w + clusters;
+    auto next = [&](int u) {
+      if constexpr (Dyn) return u_next;
+      else return u + clusters;
     };
-    read_next(cluster - clusters);
+    read_next();
     Tile t_next{};
-    if (!kDrawing && cluster < units) {
+    if (!Dyn && cluster < units) {
       t_next = decode<BN, McastB>(s, p.groups, cluster, rank);
       if constexpr (kScaleTma) fetch_b(t_next, 0);
     }
-    for (int w = kDrawing ? w_next : cluster; w < items; w = next(w)) {
-      const Item it = Tail ? item_of(w, body, slices, k_blocks) : Item{w, 0, k_blocks, -1};
-      const int u = it.unit, kbs = it.kb1 - it.kb0;
-      const Tile t = kDrawing ? decode<BN, McastB>(s, p.groups, u, rank) : t_next;
+    for (int u = Dyn ? u_next : cluster; u < units; u = next(u)) {
+      const Tile t = Dyn ? decode<BN, McastB>(s, p.groups, u, rank) : t_next;
       if constexpr (kScaleTma) {  // this tile's copies landed (each thread's, then all of the warp group's), and
         // every thread is past the last tile's reads of the other buffer, which the next tile's copies now fill
         asm volatile("cp.async.wait_all;" ::: "memory");
@@ -192,7 +176,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
       buf ^= 1;
       // The next tile and its B scales: here (CKGEMM_WS_AHEAD 1), or under the first k-block's wgmmas (2).
       auto ahead = [&] {
-        if (!kDrawing && u + clusters < units) {
+        if (!Dyn && u + clusters < units) {
           t_next = decode<BN, McastB>(s, p.groups, u + clusters, rank);
           if constexpr (kScaleTma) fetch_b(t_next, cur ^ 1);
         }
@@ -203,12 +187,12 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
       const bool skip = __shfl_sync(0xffffffffu, static_cast<int>(t.m_local0 + wg * 64 >= t.m_g || t.n0 >= p.n), 0);
       if (CKGEMM_WS_AHEAD == 1 || skip || k_blocks == 0) ahead();
       if (skip) {
-        for (int kb = 0; kb < kbs; ++kb) {
+        for (int kb = 0; kb < k_blocks; ++kb) {
           Barrier::wait(&s.full[stage], phase);
           if (lane < 2) Barrier::arrive(&s.empty[stage], lane, 1);  // lane 0 here, lane 1 the other CTA
           if (++stage == kStages) { stage = 0; phase ^= 1; }
         }
-        read_next(w);
+        read_next();
         continue;
       }
       const int sa_off = r_lo + (t.row0 & 3);  // kFeedTma: this thread's first row in the stage's 132 A scales
@@ -216,7 +200,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0;
       if constexpr (I != In::E4M3) {  // 16-bit and int8: no promotion
-        k_loop_direct<BN, I>(s, acc, a_lo0 + 0, b_lo0 + 0, kbs, stage, phase, lane);
+        k_loop_direct<BN, I>(s, acc, a_lo0 + 0, b_lo0 + 0, k_blocks, stage, phase, lane);
       } else {
         // The k-loop, instantiated per position of the B scale block boundary in the tile (a compile-time kSplit,
         // as DeepGEMM dispatches it) rather than branching on it in every k-block's promotion.
@@ -278,12 +262,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
           k_loop(std::integral_constant<int, 128>{});
         }
       }
-      read_next(w);
-      if constexpr (Tail) {  // a tail unit's slice: its partial written, or the whole sum to store (ws_tail.cuh)
-        if (it.slice >= 0 && !tail_sum<BN>(acc, p.tail_flags, p.partials, 4 * (u - body) + 2 * rank + wg, it.slice,
-                                           slices, wg, tid % 128, &s.tail_last[wg]))
-          continue;
-      }
+      read_next();
       store_tile<BN, R, Out>(p, t, acc, r_lo, lane);
     }
   }

@@ -67,18 +67,6 @@ inline int units_mode() {
   return mode;
 }
 
-// CKGEMM_WS_TAIL, the split tail of a 16-bit call (ws_fp8_rules.h's tail_setting), read at each call (one getenv)
-// so that a process can switch; an invalid value (slices -1) refuses every 16-bit call routed to the own kernel.
-inline TailSetting tail_mode() { return tail_setting(std::getenv("CKGEMM_WS_TAIL")); }
-
-// An upper bound on a call's cluster units from its host-side sizes (sum over groups of ceil(M_g / 128) <=
-// rows / 128 + G): the grid's and the split tail's workspace's.
-template <int BN, bool McastB>
-int64_t units_bound(const PackedArgs& c) {
-  const int64_t n_blocks = (c.n + BN - 1) / BN;
-  return McastB ? (c.rows / (2 * kBlockM) + c.groups) * n_blocks : (c.rows / kBlockM + c.groups) * ((n_blocks + 1) / 2);
-}
-
 // Whether a call's clusters draw their units from a counter (ws_units.cuh): kCanDraw, the kernels with that form
 // (16-bit, A multicast; fp8 and int8 instantiate the stride only), where units_drawn says so; the others take
 // every clusters-th unit.
@@ -89,44 +77,11 @@ bool draws_units(const PackedArgs& c) {
   return kCanDraw<I, McastB> && units_drawn(units_mode(), c.rows, c.groups);
 }
 
-// The grid of a call of the own kernels: clusters of two, at most one CTA per SM, no more than `units` (an upper
-// bound on the call's cluster units from the host-side sizes), and one cluster at least: a cap of one SM
-// (ckgemm.set_num_sms(1)) still gets a pair rather than an empty grid.
-inline int pair_grid(int64_t units, int sm_count) {
-  const int64_t clusters = sm_count / 2 > 0 ? sm_count / 2 : 1;
-  return static_cast<int>(2 * (units < clusters ? units : clusters));
-}
-
-// A 16-bit call's split tail (ws_tail.cuh): its slices (0: none) and the workspace it takes after the unit
-// counter's 16 bytes: a flag per tail unit, CTA and warp group (rounds x clusters units at most, on a grid of
-// pair_grid's), then each one's partials, 64 x BN fp32 for every slice.
-struct TailPlan {
-  int slices = 0, rounds = 0;
-  size_t flag_bytes = 0, partial_bytes = 0;
-};
-template <int BN, In I, bool McastB>
-TailPlan tail_plan(const PackedArgs& c, int sm_count) {
-  TailPlan t;
-  const TailSetting mode = tail_mode();
-  if (!kCanDraw<I, McastB>) return t;
-  t.slices = tail_slices(mode, (c.k * in_bytes(I) + kBlockK - 1) / kBlockK);
-  if (t.slices == 0) return t;
-  t.rounds = mode.rounds;
-  const int64_t bound = units_bound<BN, McastB>(c), tail = t.rounds * (pair_grid(bound, sm_count) / 2);
-  const int64_t slots = 4 * (bound < tail ? bound : tail);
-  t.flag_bytes = (slots * sizeof(int) + 15) / 16 * 16;
-  t.partial_bytes = static_cast<size_t>(slots) * t.slices * 64 * BN * sizeof(float);
-  return t;
-}
-
 // Device workspace a call needs: kFeedTma's MN-major copy of A's block scales (ws_fp8_scales.cuh), the unit
-// counter of a call that draws its units or splits its tail (16 bytes) and the tail's flags and partials, else none.
-template <int BN, Recipe R, In I = In::E4M3, bool McastB = false>
-size_t workspace_bytes(const PackedArgs& c, int feed, int sm_count) {
-  if (in_bytes(I) == 2) {
-    const TailPlan t = tail_plan<BN, I, McastB>(c, sm_count);
-    return draws_units<I, McastB>(c) || t.slices ? 16 + t.flag_bytes + t.partial_bytes : 0;
-  }
+// counter of a call that draws its units (16 bytes), else none.
+template <Recipe R, In I = In::E4M3, bool McastB = false>
+size_t workspace_bytes(const PackedArgs& c, int feed) {
+  if (in_bytes(I) == 2) return draws_units<I, McastB>(c) ? 16 : 0;
   if (R != Recipe::Block || feed != kFeedTma) return 0;
   return static_cast<size_t>(mn_major_floats(c.rows, (c.k + kBlockK - 1) / kBlockK)) * sizeof(float);
 }
@@ -143,6 +98,14 @@ void set_call_fields(P& p, const PackedArgs& c) {
   p.n = static_cast<int>(c.n);
   p.k = static_cast<int>(c.k);
   p.sizes_ok = c.sizes_ok;
+}
+
+// The grid of a call of the own kernels: clusters of two, at most one CTA per SM, no more than `units` (an upper
+// bound on the call's cluster units from the host-side sizes), and one cluster at least: a cap of one SM
+// (ckgemm.set_num_sms(1)) still gets a pair rather than an empty grid.
+inline int pair_grid(int64_t units, int sm_count) {
+  const int64_t clusters = sm_count / 2 > 0 ? sm_count / 2 : 1;
+  return static_cast<int>(2 * (units < clusters ? units : clusters));
 }
 
 // A launch of `grid` CTAs of `threads` in clusters of two (attr: the caller's storage for the cluster attribute).
@@ -164,9 +127,9 @@ inline cudaLaunchConfig_t pair_config(int grid, int threads, size_t smem, cudaSt
 // An instantiation of the kernel, with its dynamic shared memory limit raised (once per instantiation) and the
 // error of that.
 using KernelFn = void (*)(Params);
-template <int BN, bool McastB, Recipe R, class Out, int Feed, In I, bool Dyn, bool Tail = false>
+template <int BN, bool McastB, Recipe R, class Out, int Feed, In I, bool Dyn>
 std::pair<KernelFn, cudaError_t> kernel_ready() {
-  constexpr KernelFn kernel = grouped_fp8_kernel<BN, McastB, R, Out, Feed, I, Dyn, Tail>;
+  constexpr KernelFn kernel = grouped_fp8_kernel<BN, McastB, R, Out, Feed, I, Dyn>;
   static const cudaError_t raised = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                          static_cast<int>(sizeof(Smem<BN, McastB>)));
   return {kernel, raised};
@@ -184,14 +147,9 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
     *why = "CKGEMM_WS_UNITS must be auto (the default), dynamic or static";
     return cudaErrorInvalidValue;
   }
-  if (in_bytes(I) == 2 && tail_mode().slices < 0) {
-    *why = "CKGEMM_WS_TAIL must be auto (the default), off, 2, 3 or 4 slices, or SxR: S slices in R rounds (1-4)";
-    return cudaErrorInvalidValue;
-  }
-  const size_t needed = workspace_bytes<BN, R, I, McastB>(c, feed, sm_count);
+  const size_t needed = workspace_bytes<R, I, McastB>(c, feed);
   if (needed > 0 && (workspace_size < needed || reinterpret_cast<uintptr_t>(workspace) % 16 != 0)) {
-    *why = "workspace too small or not 16-byte aligned (the block scales' MN-major copy, or a 16-bit call's unit "
-           "counter and split tail)";
+    *why = "workspace too small or not 16-byte aligned (the block scales' MN-major copy, or a 16-bit call's unit counter)";
     return cudaErrorInvalidValue;
   }
   Params p{};
@@ -221,26 +179,23 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
   p.sb_stride = c.sb_group_stride;
   // Units drawn or by stride (draws_units). Only block-scaled calls have a second feed (the other recipes
   // instantiate kFeedWarp's kernel alone).
-  // The split tail (tail_plan; 16-bit only) is a second form of either.
   const bool dynamic = draws_units<I, McastB>(c);
-  const TailPlan tail = tail_plan<BN, I, McastB>(c, sm_count);
   constexpr int kTmaFeed = R == Recipe::Block ? kFeedTma : kFeedWarp;
-  constexpr bool kDraw = kCanDraw<I, McastB>;
   const bool tma_feed = R == Recipe::Block && feed == kFeedTma;
-  const auto [kernel, raised] =
-      tma_feed                  ? kernel_ready<BN, McastB, R, Out, kTmaFeed, I, false>()
-      : dynamic && tail.slices  ? kernel_ready<BN, McastB, R, Out, kFeedWarp, I, kDraw, kDraw>()
-      : dynamic                 ? kernel_ready<BN, McastB, R, Out, kFeedWarp, I, kDraw>()
-      : tail.slices             ? kernel_ready<BN, McastB, R, Out, kFeedWarp, I, false, kDraw>()
-                                : kernel_ready<BN, McastB, R, Out, kFeedWarp, I, false>();
+  const auto [kernel, raised] = tma_feed  ? kernel_ready<BN, McastB, R, Out, kTmaFeed, I, false>()
+                                : dynamic ? kernel_ready<BN, McastB, R, Out, kFeedWarp, I, kCanDraw<I, McastB>>()
+                                          : kernel_ready<BN, McastB, R, Out, kFeedWarp, I, false>();
   if (raised != cudaSuccess) {
     *why = std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(raised);
     return raised;
   }
-  // Clusters of two, at most one CTA per SM, no more than the units the call can have (units_bound).
+  // Clusters of two, at most one CTA per SM, no more than the units the call can have (an upper bound from
+  // the host-side sizes: sum over groups of ceil(M_g / 128) <= rows / 128 + G).
+  const int64_t n_blocks = (c.n + BN - 1) / BN;
+  const int64_t units = McastB ? (c.rows / (2 * kBlockM) + c.groups) * n_blocks
+                               : (c.rows / kBlockM + c.groups) * ((n_blocks + 1) / 2);
   cudaLaunchAttribute attr;
-  const cudaLaunchConfig_t config =
-      pair_config(pair_grid(units_bound<BN, McastB>(c), sm_count), kThreads, sizeof(Smem<BN, McastB>), stream, &attr);
+  const cudaLaunchConfig_t config = pair_config(pair_grid(units, sm_count), kThreads, sizeof(Smem<BN, McastB>), stream, &attr);
   // DeepGEMM's feed reads A's block scales MN-major: a copy into the workspace (from the op's caching allocator:
   // no allocation here, graph-capturable).
   if (tma_feed) {
@@ -255,13 +210,9 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
     p.sa_stride = 1;
     p.sa_kb_stride = ld;
   }
-  if (dynamic || tail.slices) {  // the items drawn so far and the tail's flags: none
+  if (dynamic) {  // the units drawn so far: none
     p.counter = static_cast<int*>(workspace);
-    p.tail_rounds = tail.rounds;
-    p.tail_slices = tail.slices;
-    p.tail_flags = reinterpret_cast<int*>(static_cast<uint8_t*>(workspace) + 16);
-    p.partials = reinterpret_cast<float*>(static_cast<uint8_t*>(workspace) + 16 + tail.flag_bytes);
-    const cudaError_t e = cudaMemsetAsync(p.counter, 0, 16 + tail.flag_bytes, stream);
+    const cudaError_t e = cudaMemsetAsync(p.counter, 0, sizeof(int), stream);
     if (e != cudaSuccess) {
       *why = std::string("unit counter: ") + cudaGetErrorString(e);
       return e;

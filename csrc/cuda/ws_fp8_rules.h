@@ -52,24 +52,4 @@ inline bool units_drawn(int mode, int64_t rows, int64_t groups) {
   return mode == kUnitsDrawn || (mode == kUnitsAuto && rows < kStrideUnitRows * groups);
 }
 
-// The split tail of a 16-bit call (ws_tail.cuh): its last `rounds` x clusters units in `slices` K-slices each, from
-// CKGEMM_WS_TAIL (read by ws_fp8_launch.cuh): unset or "auto" kTailSlices in kTailRounds round, "off" none, "S" S
-// slices (2 to 4) in kTailRounds, "SxR" S slices in R rounds (1 to 4); anything else invalid (slices -1). A call
-// splits only where each slice keeps kTailMinKBlocks k-blocks (64 bf16/fp16 elements each) or more.
-struct TailSetting {
-  int slices, rounds;
-};
-constexpr int kTailRounds = 1, kTailSlices = 2, kTailMinKBlocks = 8;
-inline TailSetting tail_setting(const char* e) {
-  if (e == nullptr || e[0] == 0 || std::string(e) == "auto") return {kTailSlices, kTailRounds};
-  if (std::string(e) == "off") return {0, 0};
-  const bool slices_ok = e[0] >= '2' && e[0] <= '4';
-  if (slices_ok && e[1] == 0) return {e[0] - '0', kTailRounds};
-  if (slices_ok && e[1] == 'x' && e[2] >= '1' && e[2] <= '4' && e[3] == 0) return {e[0] - '0', e[2] - '0'};
-  return {-1, 0};
-}
-inline int tail_slices(TailSetting t, int64_t k_blocks) {
-  return t.slices >= 2 && k_blocks >= t.slices * kTailMinKBlocks ? t.slices : 0;
-}
-
 }  // namespace ckgemm::ws

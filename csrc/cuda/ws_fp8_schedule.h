@@ -64,25 +64,4 @@ CKGEMM_WS_HD Tile decode_unit(const int* row_start, const int* unit_start, int g
   return t;
 }
 
-// The split tail (ws_tail.cuh): a call's units before the tail whole (body), then its last min(units, rounds x
-// clusters) units (tail) in `slices` K-slices each: body + tail x slices items in all.
-struct TailSplit {
-  int body, tail, items;
-};
-CKGEMM_WS_HD TailSplit tail_split(int units, int clusters, int rounds, int slices) {
-  const int tail = units < rounds * clusters ? units : rounds * clusters;
-  return {units - tail, tail, units - tail + tail * slices};
-}
-
-// An item of the kernel's loop: a whole unit (slice -1) or one slice of a tail unit, k-blocks [kb0, kb1); a tail
-// unit's slices are consecutive items, its last slice (the one that sums) the last of them.
-struct Item {
-  int unit, kb0, kb1, slice;
-};
-CKGEMM_WS_HD Item item_of(int w, int body, int slices, int k_blocks) {
-  if (w < body) return {w, 0, k_blocks, -1};
-  const int j = w - body, sl = j % slices;
-  return {body + j / slices, sl * k_blocks / slices, (sl + 1) * k_blocks / slices, sl};
-}
-
 }  // namespace ckgemm::ws

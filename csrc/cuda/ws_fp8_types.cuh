@@ -16,7 +16,6 @@
 #include "cutlass/arch/reg_reconfig.h"
 #include "cute/arch/cluster_sm90.hpp"
 #include "ws_fp8_schedule.h"
-#include "ws_tail.cuh"
 #include "ws_units.cuh"
 
 namespace ckgemm::ws {
@@ -64,12 +63,7 @@ struct Params {
   const float* sb;  // Row: sb[g * sb_stride + col]; Block: sb[g * sb_stride + nb * kblocks + kb]
   int64_t sb_stride;
   int* sizes_ok;    // null: bad sizes trap; else 1 / 0 (and nothing computed on 0)
-  int* counter;     // dynamic units (the kernel's Dyn) and the split tail: the items drawn so far, zeroed by the launch (ws_units.cuh)
-  // The split tail (the kernel's Tail, ws_tail.cuh): the last tail_rounds x clusters units in tail_slices slices,
-  // their flags (zeroed by the launch) and partial sums.
-  int tail_rounds, tail_slices;
-  int* tail_flags;
-  float* partials;
+  int* counter;     // dynamic units (the kernel's Dyn): the units drawn so far, zeroed by the launch (ws_units.cuh)
 };
 
 template <int BN, bool McastB>
@@ -84,7 +78,6 @@ struct alignas(1024) Smem {
   float sbt[2][2][2][kMaxKBlocks];  // [buffer][warp group][B block][k-block]: a tile's, and the next tile's in flight
   uint64_t full[Config<BN, McastB>::kStages], empty[Config<BN, McastB>::kStages];
   UnitRing units;  // dynamic units (ws_units.cuh)
-  int tail_last[2];  // per consumer warp group: its tail slice counted last (ws_tail.cuh)
   int row_start[kMaxGroups + 1], unit_start[kMaxGroups + 1];
   int bad;
 };

@@ -61,9 +61,7 @@ struct WsInstance {
                 "fp32, bf16, fp16 or (int8) int32 output");
 
   static size_t bytes(int, int) { return 0; }  // list calls are refused (rules.cpp)
-  static size_t packed_bytes(const PackedArgs& p, int sm_count) {
-    return ws::workspace_bytes<Spec::kTileN, kRecipe, kIn, Spec::kClusterM == 2>(p, ws::block_feed(), sm_count);
-  }
+  static size_t packed_bytes(const PackedArgs& p, int) { return ws::workspace_bytes<kRecipe, kIn, Spec::kClusterM == 2>(p, ws::block_feed()); }
 
   static Status run(const Launch& l) {
     const PackedArgs& p = *l.packed;  // the runner sends only what rules.cpp accepts: packed calls

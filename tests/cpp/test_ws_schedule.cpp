@@ -4,9 +4,7 @@
 // taken exactly once across all units and both CTAs of a cluster;
 // the two CTAs of a unit share the operand they multicast (A: the same rows; B: the same group and columns);
 // rank 0's tile is always real, so a dummy is only ever a pair's overhang; rows map to the group's rows of A.
-// Also the rule that picks how a 16-bit call's clusters take their units (ws_fp8_rules.h's units_drawn), and the
-// split tail's items (tail_split, item_of): every unit's every k-block computed exactly once, a tail unit's slices
-// consecutive with the summing one last, each slice at least kTailMinKBlocks deep where tail_slices splits.
+// Also the rule that picks how a 16-bit call's clusters take their units (ws_fp8_rules.h's units_drawn).
 #include <cstdio>
 #include <map>
 #include <random>
@@ -70,31 +68,6 @@ void check_cases(std::mt19937& rng) {
   }
 }
 
-// The split tail on `units` units, `clusters` clusters, K of k_blocks: the stride's units then every drawn item,
-// as the kernel takes them, each (unit, k-block) once.
-void check_tail(int units, int clusters, int slices, int rounds, int k_blocks) {
-  const TailSplit cut = tail_split(units, clusters, rounds, slices);
-  CHECK_EQ(cut.tail, units < rounds * clusters ? units : rounds * clusters);
-  CHECK_EQ(cut.body + cut.tail, units);
-  std::map<std::pair<int, int>, int> seen;
-  int last_unit = -1, last_slice = -1;
-  for (int w = 0; w < cut.items; ++w) {
-    const Item it = item_of(w, cut.body, slices, k_blocks);
-    CHECK(it.unit >= 0 && it.unit < units && it.kb0 < it.kb1 && it.kb1 <= k_blocks);
-    for (int kb = it.kb0; kb < it.kb1; ++kb) ++seen[{it.unit, kb}];
-    if (w < cut.body) {
-      CHECK(it.slice == -1 && it.kb0 == 0 && it.kb1 == k_blocks);
-      continue;
-    }
-    CHECK(it.unit >= cut.body && 4 * (it.unit - cut.body) + 3 < 4 * cut.tail);  // the unit's flag and partial slots
-    CHECK(it.unit == last_unit ? it.slice == last_slice + 1 : it.slice == 0 && last_slice == (last_unit < 0 ? -1 : slices - 1));
-    last_unit = it.unit, last_slice = it.slice;
-  }
-  CHECK(cut.tail == 0 || last_slice == slices - 1);
-  CHECK_EQ(static_cast<long long>(seen.size()), static_cast<long long>(units) * k_blocks);
-  for (const auto& [key, count] : seen) CHECK_EQ(count, 1);
-}
-
 int main() {
   std::mt19937 rng(20261202);
   check_cases<128, false>(rng);
@@ -116,27 +89,6 @@ int main() {
   CHECK(units_drawn(kUnitsDrawn, 8 * 4096, 8));
   CHECK(!units_drawn(kUnitsStride, 32 * 1024, 32));
   CHECK(!units_drawn(kUnitsAuto, int64_t{1} << 40, 1));  // no overflow on large row counts
-  // The split tail: calls shorter than its two rounds (all tail), longer (a body), each slice count, K from the
-  // shallowest that tail_slices splits.
-  for (int slices = 2; slices <= 4; ++slices)
-    for (int rounds = 1; rounds <= 2; ++rounds)
-      for (int k_blocks : {slices * kTailMinKBlocks, 45, 112})
-        for (int units : {0, 1, 65, 132, 133, 655, 2048, 3696})
-          for (int clusters : {1, 8, 66}) check_tail(units, clusters, slices, rounds, k_blocks);
-  // CKGEMM_WS_TAIL's values and the depth a split needs
-  const TailSetting automatic = tail_setting(nullptr), off = tail_setting("off"), three = tail_setting("3");
-  CHECK(tail_setting("auto").slices == automatic.slices && tail_setting("").rounds == automatic.rounds);
-  CHECK_EQ(automatic.slices, kTailSlices);
-  CHECK_EQ(automatic.rounds, kTailRounds);
-  CHECK_EQ(off.slices, 0);
-  CHECK(three.slices == 3 && three.rounds == kTailRounds);
-  CHECK(tail_setting("4x2").slices == 4 && tail_setting("4x2").rounds == 2);
-  for (const char* bad : {"on", "1", "5", "22", "2x", "2x0", "2x5", "2x12", "x2", "OFF"}) CHECK_EQ(tail_setting(bad).slices, -1);
-  CHECK_EQ(tail_slices(automatic, 64), kTailSlices);                    // Mixtral's K 4096 in bf16: 64 k-blocks
-  CHECK_EQ(tail_slices(automatic, 2 * kTailMinKBlocks - 1), 0);          // too shallow for two slices
-  CHECK_EQ(tail_slices(off, 64), 0);
-  CHECK_EQ(tail_slices(tail_setting("4"), 4 * kTailMinKBlocks), 4);
-  CHECK_EQ(tail_slices(tail_setting("4"), 4 * kTailMinKBlocks - 1), 0);
   std::printf("test_ws_schedule: %d checks, %d failures\n", host_test::checks(), host_test::failures());
   return host_test::failures() == 0 ? 0 : 1;
 }
