@@ -138,8 +138,8 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
         peers_g = {k: v for k, v in graph.items() if k != "ckgemm packed"}
         best_g = min(peers_g, key=peers_g.get) if peers_g else None
         line["graph ms"], line["graph ratio"] = graph.get("ckgemm packed"), None
-        if bc.decode:  # issue 10's decode figure: the weight bytes over the graph-replay time
-            line["graph BW % copy"] = pct_copy(graph["ckgemm packed"])
+        if bc.decode and line["graph ms"]:  # issue 10's decode figure: the weight bytes over the graph-replay time
+            line["graph BW % copy"] = pct_copy(line["graph ms"])
         if best_g:  # the best peer's time over ours, paired per round
             lo, hi = replays.ratio_range(best_g)
             line["graph ratio"], line["graph p10-p90"] = replays.ratio(best_g), f"{lo:.3f}-{hi:.3f}"

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from bench_scripts import benchmark_module  # noqa: F401 - a fixture
 from ckgemm.testing import Breakdown, bench, breakdown, device_info, paired_ab, rotating_copies
 from ckgemm.testing.bench import BenchResult, quantile
 
@@ -191,26 +192,6 @@ def test_pool_joins_runs_and_keeps_the_last_runs_record():
     assert joined.telemetry_before == {"sm_clock_mhz": 1980.0} and joined.throttled  # first run's before, last's after
     assert joined.times_ms == [1.0, 3.0, 2.0] and joined.median_ms == 2.0 and joined.notes == ["two passes"]
     assert (joined.method, joined.cold, joined.warmup, joined.device) == ("cuda-graph", "warm", 2, "dev1")
-
-
-_SCRIPT_MODULES = ("bench_grouped_gemm", "bench_scaled", "common", "cases")
-
-
-@pytest.fixture
-def benchmark_module(monkeypatch):
-    """``benchmark_module(name)`` imports a benchmark script as a module, with its folder first on a copy of the
-    path; the scripts' modules are taken out of ``sys.modules`` before and after the test (what was there
-    before is put back), so no later ``import common`` finds them."""
-    import importlib
-    import os
-    import sys
-
-    monkeypatch.setattr(sys, "path", [os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks"), *sys.path])
-    saved = {name: sys.modules.pop(name) for name in _SCRIPT_MODULES if name in sys.modules}
-    yield importlib.import_module
-    for name in _SCRIPT_MODULES:
-        sys.modules.pop(name, None)
-    sys.modules.update(saved)
 
 
 @pytest.mark.parametrize("scaled", [False, True])

@@ -2,28 +2,15 @@
 the stride's and the drawn schedule's makespans, and the rows computed but never stored, on hand-worked cases."""
 from __future__ import annotations
 
-import importlib
-import os
-import sys
-
 import pytest
 
+from bench_scripts import benchmark_module  # noqa: F401 - a fixture
 
-@pytest.fixture(scope="module")
-def units_model():
-    """benchmarks/units_model.py as a module, its folder on the path only while this file runs; the scripts'
-    modules it brings (units_model, cases) are taken out of sys.modules after, as test_harness_bench does."""
-    folder = os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks")
-    names = ("units_model", "cases")
-    saved = {name: sys.modules.pop(name) for name in names if name in sys.modules}
-    sys.path.insert(0, folder)
-    try:
-        yield importlib.import_module("units_model")
-    finally:
-        sys.path.remove(folder)
-        for name in names:
-            sys.modules.pop(name, None)
-        sys.modules.update(saved)
+
+@pytest.fixture
+def units_model(benchmark_module):  # noqa: F811 - the fixture above
+    """benchmarks/units_model.py as a module (bench_scripts' path and sys.modules handling)."""
+    return benchmark_module("units_model")
 
 
 def test_unit_costs_follow_the_warp_groups_rows(units_model):
