@@ -18,6 +18,7 @@ import sys
 
 import common  # benchmarks/common.py: this script's folder is on sys.path
 import torch
+from tabulate import tabulate
 
 import ckgemm
 from cases import all_cases
@@ -110,7 +111,9 @@ def main() -> int:
         if case.decode or len(set(case.case.ns)) != 1 or not common.selected(case.name, args):
             continue
         for dtype_name in args.dtype.split(","):
-            rows += run_case(case, dtype_name, modes, args.rounds, device, report)
+            case_rows = run_case(case, dtype_name, modes, args.rounds, device, report)
+            print(tabulate(case_rows, headers="keys", floatfmt=".4g"), flush=True)  # each case as it ends
+            rows += case_rows
     common.finish(report, rows, args)
     return 0 if rows else 2
 
