@@ -57,7 +57,9 @@ inline int block_feed() {
 // CKGEMM_WS_UNITS, how a 16-bit call's clusters take their units (ws_fp8_rules.h's units_drawn and
 // units_balanced): unset or "auto" (by the call's rows a group), "dynamic" (drawn in turn), "static" (every
 // clusters-th) or "balanced" (the stride's rounds, balanced), read at each call (as CKGEMM_CONFIG is: a graph
-// keeps what its capture read); any other value refuses every 16-bit call routed to the own kernel (-1 here).
+// keeps what its capture read); any other value refuses every 16-bit call routed to the own kernel (-1 here). The
+// op reads it when it sizes the workspace and again at the launch: a change between the two that needs a unit
+// counter the workspace lacks is refused ("workspace too small"), never run.
 inline int units_mode() {
   const char* e = std::getenv("CKGEMM_WS_UNITS");
   if (e == nullptr || e[0] == 0) return kUnitsAuto;

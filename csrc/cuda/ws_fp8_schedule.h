@@ -80,8 +80,9 @@ CKGEMM_WS_HD Tile decode_unit(const int* row_start, const int* unit_start, int g
 // and permutes each round among the clusters: the call's cheap units, numbered in order, go to the clusters in
 // turn (cheap unit T to cluster T mod C), the whole units of the round to the round's other clusters in turn after
 // them, and the last round's missing units (none to take) to the clusters next in turn for a cheap one, which have
-// had fewest. So every cluster's count of cheap units is within one of every other's, and a round without cheap
-// units is the stride's. benchmarks/units_model.py models it ("balanced"); tests/cpp/test_ws_schedule.cpp checks it.
+// had fewest. So over the rounds before the last every cluster's count of cheap units is within one of every
+// other's (the last round's missing units may leave a cluster with two fewer, no busier for it), and a round
+// without cheap units is the stride's, rotated by the cheap units before it. benchmarks/units_model.py models it ("balanced"); tests/cpp/test_ws_schedule.cpp checks it.
 //
 // cheap_start: prefix sums over groups of each group's cheap units (cheap_units_of).
 template <int BM = kBlockM>

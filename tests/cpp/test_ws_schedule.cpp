@@ -6,9 +6,9 @@
 // rank 0's tile is always real, so a dummy is only ever a pair's overhang; rows map to the group's rows of A.
 // The balanced static schedule (balanced_unit): every unit taken once, in its round, by one cluster; the cheap
 // units (a group's last M-block of BM / 2 rows or fewer, found here from the tiles) counted alike by cheap_before
-// and spread so that no cluster has two more than another; the stride's units wherever nothing is cheap, and no
-// busier a busiest cluster than the stride's. Also the rule that picks how a 16-bit call's clusters take their
-// units (ws_fp8_rules.h's units_drawn and units_balanced).
+// and spread so that no cluster has two more than another before the last round; the stride's units wherever
+// nothing is cheap, and no busier a busiest cluster than the stride's. Also the rule that picks how a 16-bit
+// call's clusters take their units (ws_fp8_rules.h's units_drawn and units_balanced).
 #include <algorithm>
 #include <cstdio>
 #include <map>
