@@ -12,7 +12,8 @@ benchmark case (benchmarks/cases.py), the argument of docs/PERF_2026-12-06i.md.
   rounds' units split along K into S slices, drawn, each slice costing 1/S of its unit plus --slice-overhead (the
   split tail built in f3bdbd7 and taken out again: on an H100 each slice cost 0.3-0.66 of a unit more than its
   share, fitted to docs/PERF_2026-12-07.md's runs, so it lost 1.4-1.7% where this model without the overhead
-  gains 0.9-1.6%).
+  gains 0.9-1.6%); balanced: the stride's rounds, each permuted among the clusters so that the call's cheap
+  units go to the clusters in turn (ws_fp8_schedule.h's balanced_unit, the rule its host test checks).
 - Reported: the units (and how many run one warp group), their mean cost per cluster, each schedule's makespan
   (the busiest cluster's cost) and its loss against that mean, and the rows computed but never stored (whole
   64-row warp-group tiles). --seed draws the cases' other splits.
@@ -62,6 +63,22 @@ def makespan(costs: list[float], clusters: int, drawn_rounds: int | None = 0, sl
     return max(x for x, _ in heap)
 
 
+def balanced(costs: list[float], clusters: int) -> float:
+    """The busiest cluster's total cost under ws_fp8_schedule.h's balanced_unit: round j (units [jC, jC + C))
+    permuted among the clusters in turn from the pointer p (the call's cheap units before the round, mod C): the
+    round's missing units first (the last round's), then its cheap units, then its whole ones."""
+    load = [0.0] * clusters
+    cheap_before = 0
+    for x0 in range(0, len(costs), clusters):
+        rnd = costs[x0:x0 + clusters]
+        cheap = [x for x in rnd if x < 1]
+        slots = [0.0] * (clusters - len(rnd)) + cheap + [x for x in rnd if x >= 1]
+        for o, cost in enumerate(slots):
+            load[(cheap_before + o) % clusters] += cost
+        cheap_before += len(cheap)
+    return max(load)
+
+
 def waste(ms: list[int]) -> float:
     """Rows computed and never stored, as a share of the rows: each warp group computes 64 rows or none."""
     computed = sum(128 * (m // 128) + 64 * math.ceil((m % 128) / 64) for m in ms)
@@ -78,6 +95,8 @@ def model(ms: list[int], n: int, clusters: int, half: float, bn: int = 256, over
         span = makespan(costs, clusters, rounds, slices, body_drawn, overhead)
         row[label] = span
         row[f"{label} loss %"] = 100 * (span / mean - 1)
+    row["balanced"] = balanced(costs, clusters)
+    row["balanced loss %"] = 100 * (row["balanced"] / mean - 1)
     row["rows not stored %"] = 100 * waste(ms)
     return row
 

@@ -41,6 +41,15 @@ def test_drawn_units_balance_what_the_stride_cannot(units_model):
     assert units_model.makespan([1.0] * 5, 2, drawn_rounds=1, slices=1, overhead=0.25) == 3  # unsplit: none
 
 
+def test_balanced_rounds_spread_the_cheap_units(units_model):
+    costs = [1, 0.5, 1, 0.5, 1, 1]  # the stride puts both halves on cluster 1: 3 against 2
+    assert units_model.balanced(costs, 2) == 2.5 == units_model.makespan(costs, 2, drawn_rounds=None)
+    assert units_model.balanced([1.0] * 5, 2) == 3  # nothing cheap: the stride's
+    # the last round's missing unit goes to the cluster that had no cheap unit: cluster 0 takes 1 + 0.5 + 1,
+    # cluster 1 1 + 1; by stride cluster 0 takes 1 + 1 + 1
+    assert units_model.balanced([1, 1, 1, 0.5, 1], 2) == 2.5 < units_model.makespan([1, 1, 1, 0.5, 1], 2) == 3
+
+
 def test_rows_not_stored_count_whole_warp_group_tiles(units_model):
     assert units_model.waste([192, 256]) == 0
     assert units_model.waste([200]) == pytest.approx(256 / 200 - 1)
@@ -56,6 +65,7 @@ def test_the_mixtral_figures_of_the_perf_record(units_model):
     assert row["rows not stored %"] == pytest.approx(1.95, abs=0.01)
     assert row["stride+split 4x2"] == 55.5  # the split tail's bound: 0.25% over the mean
     assert row["stride+split 2x1"] == 55.5  # two slices in the last round get as far on this split
+    assert row["balanced"] == 55.5  # as far again, with no split: every cluster takes one cheap unit or two
     # with the per-slice overhead fitted to the H100 runs (docs/PERF_2026-12-07.md), the split tail loses
     fitted = units_model.model(list(mixtral.case.ms), 14336, clusters=66, half=0.5, overhead=0.5)
     assert fitted["stride+split 2x1"] > fitted["stride"]
