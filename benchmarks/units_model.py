@@ -13,7 +13,8 @@ benchmark case (benchmarks/cases.py), the argument of docs/PERF_2026-12-06i.md.
   split tail built in f3bdbd7 and taken out again: on an H100 each slice cost 0.3-0.66 of a unit more than its
   share, fitted to docs/PERF_2026-12-07.md's runs, so it lost 1.4-1.7% where this model without the overhead
   gains 0.9-1.6%); balanced: the stride's rounds, each permuted among the clusters so that the call's cheap
-  units go to the clusters in turn (ws_fp8_schedule.h's balanced_unit, the rule its host test checks).
+  units go to the clusters in turn (balanced_unit, built in d68e767's ws_fp8_schedule.h and host-checked there, then
+  taken out of main's tree again without a GPU run: docs/PERF_2026-12-07b.md).
 - Reported: the units (and how many run one warp group), their mean cost per cluster, each schedule's makespan
   (the busiest cluster's cost) and its loss against that mean, and the rows computed but never stored (whole
   64-row warp-group tiles). --seed draws the cases' other splits.
@@ -64,7 +65,7 @@ def makespan(costs: list[float], clusters: int, drawn_rounds: int | None = 0, sl
 
 
 def balanced(costs: list[float], clusters: int) -> float:
-    """The busiest cluster's total cost under ws_fp8_schedule.h's balanced_unit: round j (units [jC, jC + C))
+    """The busiest cluster's total cost under balanced_unit (d68e767's ws_fp8_schedule.h): round j (units [jC, jC + C))
     permuted among the clusters in turn from the pointer p (the call's cheap units before the round, mod C): the
     round's missing units first (the last round's), then its cheap units, then its whole ones."""
     load = [0.0] * clusters

@@ -11,8 +11,8 @@
 #   host      benchmarks/bench_host.py (end to end vs graph, profiler breakdown, host loop)
 #   repack    benchmarks/bench_repack.py (transpose bandwidth; 8-bit RR per call / prepacked / RC)
 #   tiles     benchmarks/bench_tiles.py (16-bit instances forced one by one beside the peers, round-robin)
-#   units     benchmarks/bench_units.py (the own 16-bit kernel's units by the plain stride, balanced and drawn,
-#             round-robin beside the peers on the compute-bound cases, bf16 and fp16)
+#   units     benchmarks/bench_units.py --units dynamic,static (the own 16-bit kernel's units drawn and by stride,
+#             and the wave tail, on 8 x 4096^3 and 8 x 4224 x 4096^2)
 #   figures   issue 10's proof set, each part under $FIGURE_TIMEOUT (default 200 s): bench_grouped_gemm.py --graph
 #             --sync on 16-bit and on unscaled fp8, one part per case (uniform, Mixtral, DeepSeek-V3 prefill), every
 #             dtype on DeepSeek-V3 decode, then bench_repack.py (follow it with pack: more than 8 files). It took
@@ -126,8 +126,7 @@ for stage in "$@"; do
       run tiles timeout "${STAGE_TIMEOUT:-600}" python3 benchmarks/bench_tiles.py --json "$OUT/tiles.json" \
         --markdown "$OUT/tiles.md" ;;
     units)
-      run units timeout "${STAGE_TIMEOUT:-600}" python3 benchmarks/bench_units.py --dtype bf16,fp16 \
-        --json "$OUT/units.json" --markdown "$OUT/units.md" ;;
+      run units timeout "${STAGE_TIMEOUT:-600}" python3 benchmarks/bench_units.py --units dynamic,static ;;
     swapab)
       run swapab timeout "${STAGE_TIMEOUT:-600}" python3 benchmarks/bench_swapab.py --json "$OUT/swapab.json" \
         --markdown "$OUT/swapab.md" ;;

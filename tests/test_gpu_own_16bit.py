@@ -3,10 +3,8 @@
 edges of its warp groups' 64-row halves, empty groups, a partial last k-block, N past the last tile pair, odd N
 through the scalar store), against CUTLASS's cooperative tile of the same width bit for bit (the same k16
 wgmmas summed in the same order into fp32, rounded once), with its units drawn in turn (CKGEMM_WS_UNITS=dynamic,
-the default below 2048 rows a group), by stride (static) and by balanced rounds of the stride (balanced, the default
-from 2048) to the same bits, balanced units against the reference on capped SM counts and under graph replay with
-new device sizes, and as the op's pick for packed calls of more than 256 rows a group (csrc/cuda/rules.cpp).
-CUTLASS only."""
+the default below 2048 rows a group) and by stride (static) to the same bits, under graph replay with new device
+sizes, and as the op's pick for packed calls of more than 256 rows a group (csrc/cuda/rules.cpp). CUTLASS only."""
 from __future__ import annotations
 
 import os
@@ -64,11 +62,8 @@ def test_own_16bit_kernel_gives_cutlass_bits(dtype, tile):
     assert torch.equal(ours, theirs), (ours.float() - theirs.float()).abs().max()
 
 
-@pytest.mark.parametrize("units", ["auto", "balanced"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=list(DTYPES))
-def test_own_16bit_kernel_replays_a_graph_with_new_device_sizes(dtype, units, monkeypatch):
-    """The table (and, balanced, the cheap units' counts) comes from the device sizes at each replay."""
-    monkeypatch.setenv("CKGEMM_WS_UNITS", units)
+def test_own_16bit_kernel_replays_a_graph_with_new_device_sizes(dtype):
     sizes, config = [300, 0, 212, 512], TILES["256"]
     a, b, gs, out = _call(sizes, 512, 320, DTYPES[dtype], f"own16-graph-{dtype}", config)
     os.environ["CKGEMM_CONFIG"] = config
@@ -82,8 +77,7 @@ def test_own_16bit_kernel_replays_a_graph_with_new_device_sizes(dtype, units, mo
 
 @pytest.mark.parametrize("sizes", [[300, 0, 700, 515, 1, 530], [2048, 4100, 0]], ids=["341-rows", "2049-rows"])
 def test_packed_16bit_calls_of_more_than_256_rows_a_group_run_it_by_default(sizes):
-    """341 rows a group on average (units drawn in turn) and 2049 (balanced rounds of the stride: ws_fp8_rules.h's
-    units_drawn and units_balanced)."""
+    """341 rows a group on average (units drawn in turn) and 2049 (by stride: ws_fp8_rules.h's units_drawn)."""
     for dtype in DTYPES.values():
         a, b, _, out = packed_call(sizes, 1024, 576, dtype, dtype, f"own16-default-{dtype}")
         assert _paths() == {f"cutlass:{TILES['256']}"}, ckgemm.last_dispatch()
@@ -104,7 +98,7 @@ _BAD_UNITS_RUN = """
 
 
 def test_an_unknown_units_setting_is_refused():
-    """CKGEMM_WS_UNITS other than auto, dynamic, static or balanced: the call that the rule gives the own kernel raises,
+    """CKGEMM_WS_UNITS other than auto, dynamic or static: the call that the rule gives the own kernel raises,
     naming the setting, and writes nothing."""
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(_BAD_UNITS_RUN)], capture_output=True, text=True,
                           timeout=300, env={**os.environ, "CKGEMM_WS_UNITS": "drawn"})
@@ -127,39 +121,19 @@ _UNITS_RUN = """
 """
 
 
-def test_units_drawn_in_turn_by_stride_and_balanced_give_the_same_bits(tmp_path):
+def test_units_drawn_in_turn_and_by_stride_give_the_same_bits(tmp_path):
     """Each tile is computed alike whichever cluster takes it: the same bits on every case, both tiles, both
     dtypes (test_own_16bit_kernel_matches_the_reference checks the default against the reference)."""
     tests = os.path.dirname(os.path.abspath(__file__))
-    modes = ("dynamic", "static", "balanced")
-    for units in modes:
+    for units in ("dynamic", "static"):
         code = textwrap.dedent(_UNITS_RUN.format(tests=tests, path=str(tmp_path / f"{units}.pt")))
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                               env={**os.environ, "CKGEMM_WS_UNITS": units})
         assert proc.returncode == 0, proc.stderr[-3000:]
-    drawn, *others = (torch.load(tmp_path / f"{units}.pt") for units in modes)
-    for units, other in zip(modes[1:], others):
-        assert len(drawn) == len(other) == 2 * len(TILES) * len(CASES)
-        for i, (x, y) in enumerate(zip(drawn, other)):
-            assert not x.isnan().any() and torch.equal(x, y), (units, i, (x.float() - y.float()).abs().max())
-
-
-@pytest.mark.parametrize("sms", [0, 16, 6], ids=["all-sms", "8-clusters", "3-clusters"])
-@pytest.mark.parametrize("case", range(len(CASES)))
-def test_balanced_units_match_the_reference(case, sms, monkeypatch):
-    """CKGEMM_WS_UNITS=balanced (read at each call): every case, on every SM and on 8 and 3 clusters (many
-    rounds, a partial last one, a group's last M-block of 64 rows or fewer spread over the clusters), with
-    NaN-poisoned outputs, on both tiles."""
-    sizes, n, k = CASES[case]
-    monkeypatch.setenv("CKGEMM_WS_UNITS", "balanced")
-    try:
-        ckgemm.set_num_sms(sms)
-        for tile in TILES.values():
-            a, b, gs, out = _call(sizes, n, k, torch.bfloat16, f"own16-balanced-{case}-{sms}", tile)
-            assert _paths() == {f"cutlass:{tile}"}, ckgemm.last_dispatch()
-            check_packed(out, a, b, sizes, torch.bfloat16, k, f"own balanced {tile} case {case} sms {sms}")
-    finally:
-        ckgemm.set_num_sms(0)
+    drawn, strided = torch.load(tmp_path / "dynamic.pt"), torch.load(tmp_path / "static.pt")
+    assert len(drawn) == len(strided) == 2 * len(TILES) * len(CASES)
+    for i, (x, y) in enumerate(zip(drawn, strided)):
+        assert not x.isnan().any() and torch.equal(x, y), (i, (x.float() - y.float()).abs().max())
 
 
 @pytest.mark.parametrize("tile", TILES, ids=[f"n{t}" for t in TILES])

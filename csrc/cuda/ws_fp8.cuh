@@ -25,9 +25,7 @@
 //     graph-capturable with new sizes; a group's tiles are taken M-fastest so CTAs in flight share B in L2.
 //     fp8 and int8 clusters take every clusters-th unit; 16-bit ones draw theirs in turn from a counter (Dyn,
 //     ws_units.cuh), which keeps the units in flight a contiguous run where tiles take unequal times, unless
-//     their groups average 2048 rows or more or CKGEMM_WS_UNITS says otherwise (ws_fp8_rules.h's units_drawn),
-//     and take them by stride otherwise, each round of the stride permuted among the clusters so that the
-//     cheap units (a warp group skipped) are spread evenly (p.balance: ws_fp8_schedule.h's balanced_unit);
+//     their groups average 2048 rows or more or CKGEMM_WS_UNITS says otherwise (ws_fp8_rules.h's units_drawn);
 //   - a consumer warp group with no rows of its group in the tile (or a pair's tile past N) skips the
 //     wgmmas and the store and only keeps the ring in step;
 //   - the epilogue stores from registers: a whole tile without per-element bounds and, where C's rows are
@@ -59,11 +57,8 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
   static_assert(I == In::E4M3 || R == Recipe::None, "16-bit and int8 operands: unscaled only");
   static_assert(!Dyn || (in_bytes(I) == 2 && !McastB), "dynamic units (ws_units.cuh): 16-bit A-multicast pairs");
   static_assert(CKGEMM_WS_AHEAD == 1 || I == In::E4M3, "CKGEMM_WS_AHEAD 2: fp8 only (the direct k-loop never calls ahead)");
-  // (so a 16-bit tile calls ahead() once, before its k-loop or in place of it, as balanced units need)
   constexpr bool kScaleWarp = R == Recipe::Block && Feed == kFeedWarp;
   constexpr bool kScaleTma = R == Recipe::Block && Feed == kFeedTma;
-  // Static 16-bit units may be balanced (p.balance); the table then also counts the cheap units.
-  constexpr bool kBalance = in_bytes(I) == 2 && !McastB && !Dyn;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
   constexpr int kStages = Cfg::kStages;
   // Dynamic shared memory starts 1024-aligned here (no static shared memory), as the 128-byte swizzle needs; a
@@ -81,29 +76,22 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
     if constexpr (Dyn) init_units(s.units);
     cutlass::arch::fence_barrier_init();
   }
-  build_table<McastB, kBlockM, kBalance>(s, p, n_blocks);
+  build_table<McastB>(s, p, n_blocks);
   cute::cluster_arrive_relaxed();
   cute::cluster_wait();
   const int units = s.unit_start[p.groups], cluster = blockIdx.x / 2, clusters = gridDim.x / 2;
-  // This cluster's unit of round j of a static schedule: the stride's, or balanced (ws_fp8_schedule.h).
-  const Balance bal{s.row_start, s.unit_start, kBalance ? s.cheap_start : nullptr, p.groups, clusters};
-  auto static_unit = [&](int j) {
-    if constexpr (kBalance)
-      if (p.balance) return balanced_unit(bal, cluster, j);
-    return cluster + j * clusters;
-  };
 
   if (warp_group == 0) {  // producer: warp 0 issues TMA, warp 1 copies block scales
     cutlass::arch::warpgroup_reg_dealloc<Cfg::kProducerRegs>();
     const int warp = tid / 32;
     if ((warp == 0 && lane == 0) || (kScaleWarp && warp == 1)) {
-      int stage = 0, step = 0, round = 0;
+      int stage = 0, step = 0;
       uint32_t phase = 0;
       auto next = [&](int u) {  // dynamic units: rank 0 draws and publishes them, rank 1 reads them (16-bit only)
-        if constexpr (!Dyn) return kBalance ? static_unit(++round) : u + clusters;
+        if constexpr (!Dyn) return u + clusters;
         else return rank == 0 ? publish_unit(s.units, p.counter, step++) : read_unit(s.units, step++, true, 1u, 0);
       };
-      for (int u = Dyn ? next(0) : static_unit(0); u < units; u = next(u)) {
+      for (int u = Dyn ? next(0) : cluster; u < units; u = next(u)) {
         const Tile t = decode<BN, McastB>(s, p.groups, u, rank);
         for (int kb = 0; kb < k_blocks; ++kb) {
           Barrier::wait(&s.empty[stage], phase ^ 1);
@@ -158,7 +146,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
         cp_async_f32(&s.sbt[buf][wg][i >= k_blocks][i % k_blocks], i < k_blocks ? b0p + i : b1p + (i - k_blocks));
       asm volatile("cp.async.commit_group;" ::: "memory");
     };
-    int buf = 0, step = 0, u_next = 0, round = 0;
+    int buf = 0, step = 0, u_next = 0;
     // Dynamic units: each warp reads its next unit once its k-loop is done and before the tile's stores. The
     // read's release of the ring slot (cluster scope: MEMBAR.GPU, ERRBAR) then waits only for the previous tile's
     // stores, long landed, not for this tile's 64 KB in flight, which cost a global round trip every tile: drawn
@@ -167,20 +155,17 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
     auto read_next = [&] {
       if constexpr (Dyn) u_next = read_unit(s.units, step++, lane == 0, 0xffffffffu, 0);
     };
-    // Static units: the next one, set by ahead() (called once a tile), warp-uniform through a shuffle so that the
-    // consumers' loop stays uniform (ws_table.cuh's build_table says why that matters).
-    int u_ahead = Dyn ? 0 : __shfl_sync(0xffffffffu, static_unit(0), 0);
     auto next = [&](int u) {
       if constexpr (Dyn) return u_next;
-      else return kBalance ? u_ahead : u + clusters;
+      else return u + clusters;
     };
     read_next();
     Tile t_next{};
-    if (!Dyn && u_ahead < units) {
-      t_next = decode<BN, McastB>(s, p.groups, u_ahead, rank);
+    if (!Dyn && cluster < units) {
+      t_next = decode<BN, McastB>(s, p.groups, cluster, rank);
       if constexpr (kScaleTma) fetch_b(t_next, 0);
     }
-    for (int u = Dyn ? u_next : u_ahead; u < units; u = next(u)) {
+    for (int u = Dyn ? u_next : cluster; u < units; u = next(u)) {
       const Tile t = Dyn ? decode<BN, McastB>(s, p.groups, u, rank) : t_next;
       if constexpr (kScaleTma) {  // this tile's copies landed (each thread's, then all of the warp group's), and
         // every thread is past the last tile's reads of the other buffer, which the next tile's copies now fill
@@ -191,13 +176,9 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
       buf ^= 1;
       // The next tile and its B scales: here (CKGEMM_WS_AHEAD 1), or under the first k-block's wgmmas (2).
       auto ahead = [&] {
-        if constexpr (!Dyn) {
-          const int un = kBalance ? __shfl_sync(0xffffffffu, static_unit(++round), 0) : u + clusters;
-          if constexpr (kBalance) u_ahead = un;
-          if (un < units) {
-            t_next = decode<BN, McastB>(s, p.groups, un, rank);
-            if constexpr (kScaleTma) fetch_b(t_next, cur ^ 1);
-          }
+        if (!Dyn && u + clusters < units) {
+          t_next = decode<BN, McastB>(s, p.groups, u + clusters, rank);
+          if constexpr (kScaleTma) fetch_b(t_next, cur ^ 1);
         }
       };
       // A warp group whose 64 rows hold none of the group's rows (DeepGEMM skips these too), or a multicast

@@ -54,18 +54,17 @@ inline int block_feed() {
   return feed;
 }
 
-// CKGEMM_WS_UNITS, how a 16-bit call's clusters take their units (ws_fp8_rules.h's units_drawn and
-// units_balanced): unset or "auto" (by the call's rows a group), "dynamic" (drawn in turn), "static" (every
-// clusters-th) or "balanced" (the stride's rounds, balanced), read at each call (as CKGEMM_CONFIG is: a graph
-// keeps what its capture read); any other value refuses every 16-bit call routed to the own kernel (-1 here). The
-// op reads it when it sizes the workspace and again at the launch: a change between the two that needs a unit
-// counter the workspace lacks is refused ("workspace too small"), never run.
+// CKGEMM_WS_UNITS, how a 16-bit call's clusters take their units (ws_fp8_rules.h's units_drawn): unset or "auto"
+// (by the call's rows a group), "dynamic" (drawn in turn) or "static" (every clusters-th), read once; any other
+// value refuses every 16-bit call routed to the own kernel (-1 here).
 inline int units_mode() {
-  const char* e = std::getenv("CKGEMM_WS_UNITS");
-  if (e == nullptr || e[0] == 0) return kUnitsAuto;
-  const std::string v(e);
-  return v == "auto" ? kUnitsAuto : v == "dynamic" ? kUnitsDrawn : v == "static" ? kUnitsStride
-         : v == "balanced" ? kUnitsBalanced : -1;
+  static const int mode = [] {
+    const char* e = std::getenv("CKGEMM_WS_UNITS");
+    if (e == nullptr || e[0] == 0) return kUnitsAuto;
+    const std::string v(e);
+    return v == "auto" ? kUnitsAuto : v == "dynamic" ? kUnitsDrawn : v == "static" ? kUnitsStride : -1;
+  }();
+  return mode;
 }
 
 // Whether a call's clusters draw their units from a counter (ws_units.cuh): kCanDraw, the kernels with that form
@@ -74,16 +73,15 @@ inline int units_mode() {
 template <In I, bool McastB>
 constexpr bool kCanDraw = in_bytes(I) == 2 && !McastB;
 template <In I, bool McastB>
-bool draws_units(const PackedArgs& c, int mode) {
-  return kCanDraw<I, McastB> && units_drawn(mode, c.rows, c.groups);
+bool draws_units(const PackedArgs& c) {
+  return kCanDraw<I, McastB> && units_drawn(units_mode(), c.rows, c.groups);
 }
 
 // Device workspace a call needs: kFeedTma's MN-major copy of A's block scales (ws_fp8_scales.cuh), the unit
-// counter of a call that draws its units (16 bytes), else none. mode: CKGEMM_WS_UNITS's, read here by default.
-constexpr int kUnitsRead = -2;
+// counter of a call that draws its units (16 bytes), else none.
 template <Recipe R, In I = In::E4M3, bool McastB = false>
-size_t workspace_bytes(const PackedArgs& c, int feed, int mode = kUnitsRead) {
-  if (in_bytes(I) == 2) return draws_units<I, McastB>(c, mode == kUnitsRead ? units_mode() : mode) ? 16 : 0;
+size_t workspace_bytes(const PackedArgs& c, int feed) {
+  if (in_bytes(I) == 2) return draws_units<I, McastB>(c) ? 16 : 0;
   if (R != Recipe::Block || feed != kFeedTma) return 0;
   return static_cast<size_t>(mn_major_floats(c.rows, (c.k + kBlockK - 1) / kBlockK)) * sizeof(float);
 }
@@ -145,12 +143,11 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
     *why = "CKGEMM_WS_SCALES must be 0 (a producer warp copies the block scales) or 2 (DeepGEMM's feed)";
     return cudaErrorInvalidValue;
   }
-  const int mode = in_bytes(I) == 2 ? units_mode() : kUnitsAuto;
-  if (mode < 0) {
-    *why = "CKGEMM_WS_UNITS must be auto (the default), dynamic, static or balanced";
+  if (in_bytes(I) == 2 && units_mode() < 0) {
+    *why = "CKGEMM_WS_UNITS must be auto (the default), dynamic or static";
     return cudaErrorInvalidValue;
   }
-  const size_t needed = workspace_bytes<R, I, McastB>(c, feed, mode);
+  const size_t needed = workspace_bytes<R, I, McastB>(c, feed);
   if (needed > 0 && (workspace_size < needed || reinterpret_cast<uintptr_t>(workspace) % 16 != 0)) {
     *why = "workspace too small or not 16-byte aligned (the block scales' MN-major copy, or a 16-bit call's unit counter)";
     return cudaErrorInvalidValue;
@@ -182,8 +179,7 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
   p.sb_stride = c.sb_group_stride;
   // Units drawn or by stride (draws_units). Only block-scaled calls have a second feed (the other recipes
   // instantiate kFeedWarp's kernel alone).
-  const bool dynamic = draws_units<I, McastB>(c, mode);
-  p.balance = kCanDraw<I, McastB> && !dynamic && units_balanced(mode, c.rows, c.groups);
+  const bool dynamic = draws_units<I, McastB>(c);
   constexpr int kTmaFeed = R == Recipe::Block ? kFeedTma : kFeedWarp;
   const bool tma_feed = R == Recipe::Block && feed == kFeedTma;
   const auto [kernel, raised] = tma_feed  ? kernel_ready<BN, McastB, R, Out, kTmaFeed, I, false>()

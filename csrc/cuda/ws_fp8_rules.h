@@ -38,24 +38,18 @@ inline std::string rejects(const PackedArgs& e, int out_bytes, bool block_scales
 }
 
 // How a 16-bit call's clusters take their units (ws_units.cuh), from CKGEMM_WS_UNITS (ws_fp8_launch.cuh:
-// kUnitsAuto unset or "auto", kUnitsDrawn "dynamic", kUnitsStride "static", kUnitsBalanced "balanced") and the
-// call's rows a group on average: drawn in turn from a counter below kStrideUnitRows, from there by stride with
-// each round balanced (units_balanced: ws_fp8_schedule.h's balanced_unit spreads the cheap units, a group's last
-// M-block where one warp group skips, evenly over the clusters; Mixtral's busiest cluster 56 units to 55.5 in
-// benchmarks/units_model.py), or by the plain stride ("static"). Drawn units keep
+// kUnitsAuto unset or "auto", kUnitsDrawn "dynamic", kUnitsStride "static") and the call's rows a group on
+// average: drawn in turn from a counter below kStrideUnitRows, every clusters-th unit from there. Drawn units keep
 // the clusters in step where a group's partial last tile is half skipped (DeepSeek-V3's ragged sizes, 1024 rows a
 // group, K 7168: 0.94x CUTLASS's 128x256 by stride, 1.00x drawn, docs/PERF_2026-12-06d.md call 3); on groups of
 // 4096 rows, where nearly every tile is whole, the stride was 1.012-1.015x that tile in eight H100 processes
 // against 0.983-0.990x drawn in five (0.992-0.995x in three once each warp reads its next unit before its
 // stores, docs/PERF_2026-12-06f.md), and on Mixtral's 2048 1.004-1.007x (bf16, fp16; one process, 06d call 1)
 // against 0.976-0.996x drawn (bf16, fp16 in 06d call 3; bf16 in docs/PERF_2026-12-06e.md call 1).
-constexpr int kUnitsAuto = 0, kUnitsDrawn = 1, kUnitsStride = 2, kUnitsBalanced = 3;
+constexpr int kUnitsAuto = 0, kUnitsDrawn = 1, kUnitsStride = 2;
 constexpr int64_t kStrideUnitRows = 2048;
 inline bool units_drawn(int mode, int64_t rows, int64_t groups) {
   return mode == kUnitsDrawn || (mode == kUnitsAuto && rows < kStrideUnitRows * groups);
-}
-inline bool units_balanced(int mode, int64_t rows, int64_t groups) {
-  return mode == kUnitsBalanced || (mode == kUnitsAuto && !units_drawn(mode, rows, groups));
 }
 
 }  // namespace ckgemm::ws

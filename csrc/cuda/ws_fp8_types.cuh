@@ -64,7 +64,6 @@ struct Params {
   int64_t sb_stride;
   int* sizes_ok;    // null: bad sizes trap; else 1 / 0 (and nothing computed on 0)
   int* counter;     // dynamic units (the kernel's Dyn): the units drawn so far, zeroed by the launch (ws_units.cuh)
-  int balance;      // static 16-bit units: 1 balanced (ws_fp8_schedule.h's balanced_unit), 0 the plain stride
 };
 
 template <int BN, bool McastB>
@@ -76,10 +75,7 @@ struct alignas(1024) Smem {
   // tile's two B blocks for every k-block (kFeedTma).
   float sa[Config<BN, McastB>::kStages][kBulkScaleRows];
   float sb[Config<BN, McastB>::kStages][2];
-  union {
-    float sbt[2][2][2][kMaxKBlocks];  // [buffer][warp group][B block][k-block]: a tile's, and the next tile's in flight
-    int cheap_start[kMaxGroups + 1];  // balanced 16-bit units (no block scales): cheap units per group, summed
-  };
+  float sbt[2][2][2][kMaxKBlocks];  // [buffer][warp group][B block][k-block]: a tile's, and the next tile's in flight
   uint64_t full[Config<BN, McastB>::kStages], empty[Config<BN, McastB>::kStages];
   UnitRing units;  // dynamic units (ws_units.cuh)
   int row_start[kMaxGroups + 1], unit_start[kMaxGroups + 1];

@@ -14,9 +14,9 @@ namespace ckgemm::ws {
 // threads may reach, made ptxas treat the rest of the kernel as divergent and keep the consumers' k-loop (stage,
 // descriptors, barrier addresses) out of uniform registers, an R2UR in front of every wgmma operand (the
 // thirteenth session: 1.02-1.12x on 17 of 18 prefill pairs, docs/PERF_2026-12-03c.md).
-// S: the kernel's shared storage (row_start, unit_start, bad; cheap_start where Cheap); P: its parameters (sizes,
-// sizes_int64, groups, rows, sizes_ok). Cheap: also the prefix sums of cheap units (balanced_unit's).
-template <bool McastB, int BM = kBlockM, bool Cheap = false, class S, class P>
+// S: the kernel's shared storage (row_start, unit_start, bad); P: its parameters (sizes, sizes_int64, groups,
+// rows, sizes_ok).
+template <bool McastB, int BM = kBlockM, class S, class P>
 __device__ void build_table(S& s, const P& p, int n_blocks) {
   const int tid = threadIdx.x;
   if (tid < 32) {
@@ -43,7 +43,7 @@ __device__ void build_table(S& s, const P& p, int n_blocks) {
     }
     __syncwarp();
     int64_t rows = 0;  // 32 sizes of up to 2^31 - 1 each can pass int
-    int units = 0, cheap = 0;
+    int units = 0;
     bool bad = false;
     for (int base = 0; base < p.groups; base += 32) {
       const int i = base + tid;
@@ -51,25 +51,19 @@ __device__ void build_table(S& s, const P& p, int n_blocks) {
       bad |= m < 0;
       m = m < 0 ? 0 : m;
       int u = units_of<McastB, BM>(static_cast<int>(m), n_blocks);
-      int ch = Cheap ? cheap_units_of<BM>(static_cast<int>(m), n_blocks) : 0;
       for (int d = 1; d < 32; d <<= 1) {
         const int64_t mu = __shfl_up_sync(0xffffffffu, m, d);
         const int uu = __shfl_up_sync(0xffffffffu, u, d);
-        const int cc = Cheap ? __shfl_up_sync(0xffffffffu, ch, d) : 0;
-        if (tid >= d) { m += mu; u += uu; ch += cc; }
+        if (tid >= d) { m += mu; u += uu; }
       }
       __syncwarp();
       if (i < p.groups) { s.row_start[i + 1] = static_cast<int>(rows + m); s.unit_start[i + 1] = units + u; }
-      if constexpr (Cheap)
-        if (i < p.groups) s.cheap_start[i + 1] = cheap + ch;
       rows += __shfl_sync(0xffffffffu, m, 31);
       units += __shfl_sync(0xffffffffu, u, 31);
-      if constexpr (Cheap) cheap += __shfl_sync(0xffffffffu, ch, 31);
     }
     bad = __any_sync(0xffffffffu, bad) || rows != p.rows;
     if (tid == 0) {
       s.row_start[0] = s.unit_start[0] = 0;
-      if constexpr (Cheap) s.cheap_start[0] = 0;
       s.bad = bad;
       if (bad) s.unit_start[p.groups] = 0;
       if (bad && p.sizes_ok == nullptr) asm volatile("trap;");  // no sizes_ok to report to: stop the launch
