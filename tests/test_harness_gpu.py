@@ -114,10 +114,14 @@ def test_ported_timers_time_kernels_by_name_and_never_the_flush():
     from ckgemm.testing.compat import aiter, deep_gemm
     x = torch.randn(1 << 22, device=DEV)
     assert 0 < deep_gemm.bench_kineto(lambda: torch.sin(x), "sin_kernel", num_tests=5) < 1e-3
-    sin = deep_gemm.bench_kineto(lambda: torch.sin(x), "sin_kernel", num_tests=5, flush_l2=False)
-    pair = deep_gemm.bench_kineto(lambda: (torch.sin(x), torch.sin(x)), ("sin_kernel",), num_tests=5,
-                                  with_multiple_kernels=True, flush_l2=False, barrier=lambda: None)
-    assert 1.3 * sin < pair[0] < 3.0 * sin, (sin, pair)  # two warm launches per call, summed; no sleep kernel
+    # Two launches per call: per launch (the default) against their sum per call, of the same fn, so that both
+    # see the same caches. Against a lone sin's time the ratio is not 2: the pair's two outputs and x (48 MiB)
+    # overflow an H100's L2, and a pair measured 2.9-3.0x a lone warm sin there (docs/PERF_2026-12-07c.md).
+    pair = lambda: (torch.sin(x), torch.sin(x))  # noqa: E731
+    per_launch = deep_gemm.bench_kineto(pair, "sin_kernel", num_tests=5, flush_l2=False)
+    per_call = deep_gemm.bench_kineto(pair, ("sin_kernel",), num_tests=5, with_multiple_kernels=True,
+                                      flush_l2=False, barrier=lambda: None)
+    assert 1.6 * per_launch < per_call[0] < 2.5 * per_launch, (per_launch, per_call)  # summed; no sleep kernel
     with pytest.raises(ValueError, match="no kernel name contains 'Memcpy'"):  # the flush's copy is left out
         deep_gemm.bench_kineto(lambda: torch.sin(x), "Memcpy", num_tests=2)
     assert 0 < deep_gemm.bench(lambda: torch.sin(x), num_tests=5) < 1e-3
