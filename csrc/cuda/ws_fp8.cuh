@@ -101,13 +101,13 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
             if constexpr (kScaleTma)  // A's scales of k-block kb, from row0 rounded down to 4 (16-byte aligned)
               bulk_load(s.sa[stage], p.sa + kb * p.sa_kb_stride + (t.row0 & ~3), kBulkScaleBytes, &s.full[stage]);
             if constexpr (McastB) {
-              tma_load(&p.tma_a, &s.full[stage], s.a[stage], k0, t.row0, 0, false, false);
+              tma_load(&p.tma_a, &s.full[stage], s.a[stage], k0, t.row0, 0, false, false, p.l2_a);
               tma_load(&p.tma_b, &s.full[stage], s.b[stage] + rank * Cfg::kRowsB * kBlockK, k0,
-                       t.n0 + rank * Cfg::kRowsB, t.g, true, true);
+                       t.n0 + rank * Cfg::kRowsB, t.g, true, true, p.l2_b);
             } else {
               tma_load(&p.tma_a, &s.full[stage], s.a[stage] + rank * Cfg::kRowsA * kBlockK, k0,
-                       t.row0 + rank * Cfg::kRowsA, 0, false, true);
-              tma_load(&p.tma_b, &s.full[stage], s.b[stage], k0, t.n0, t.g, true, false);
+                       t.row0 + rank * Cfg::kRowsA, 0, false, true, p.l2_a);
+              tma_load(&p.tma_b, &s.full[stage], s.b[stage], k0, t.n0, t.g, true, false, p.l2_b);
             }
           } else {
             for (int i = 0; i < kBlockM / 32; ++i) {

@@ -26,10 +26,30 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast
 
 // A TMA load of a 2-D ([rows, k]) or 3-D ([groups, n, k]) box into this CTA, or multicast to both CTAs of
 // the cluster (each CTA's barrier at the same offset counts the bytes that land in it).
+// hint: an L2 cache policy (createpolicy's 64-bit form) for the load, or 0 for none.
 __device__ __forceinline__ void tma_load(const CUtensorMap* map, uint64_t* bar, void* dst, int k0, int r0, int g,
-                                         bool three_d, bool multicast) {
+                                         bool three_d, bool multicast, uint64_t hint = 0) {
   const uint32_t d = smem_u32(dst), b = smem_u32(bar);
   const uint16_t mask = 0x3;
+  if (hint != 0) {
+    if (three_d && multicast)
+      asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                   ".L2::cache_hint [%0], [%1, {%3, %4, %5}], [%2], %6, %7;"
+                   :: "r"(d), "l"(map), "r"(b), "r"(k0), "r"(r0), "r"(g), "h"(mask), "l"(hint) : "memory");
+    else if (three_d)
+      asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+                   " [%0], [%1, {%3, %4, %5}], [%2], %6;"
+                   :: "r"(d), "l"(map), "r"(b), "r"(k0), "r"(r0), "r"(g), "l"(hint) : "memory");
+    else if (multicast)
+      asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                   ".L2::cache_hint [%0], [%1, {%3, %4}], [%2], %5, %6;"
+                   :: "r"(d), "l"(map), "r"(b), "r"(k0), "r"(r0), "h"(mask), "l"(hint) : "memory");
+    else
+      asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+                   " [%0], [%1, {%3, %4}], [%2], %5;"
+                   :: "r"(d), "l"(map), "r"(b), "r"(k0), "r"(r0), "l"(hint) : "memory");
+    return;
+  }
   if (three_d && multicast)
     asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
                  " [%0], [%1, {%3, %4, %5}], [%2], %6;" :: "r"(d), "l"(map), "r"(b), "r"(k0), "r"(r0), "r"(g), "h"(mask) : "memory");
@@ -148,6 +168,15 @@ __device__ __forceinline__ float scaled(float v, float row_scale, float col_scal
   else return v * row_scale * col_scale;
 }
 
+// 16 bytes to global memory, with an L2 cache policy (createpolicy's form) or none (0).
+__device__ __forceinline__ void store16(void* dst, uint4 v, uint64_t hint) {
+  if (hint != 0)
+    asm volatile("st.global.L2::cache_hint.v4.b32 [%0], {%1, %2, %3, %4}, %5;"
+                 :: "l"(dst), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "l"(hint) : "memory");
+  else
+    *reinterpret_cast<uint4*>(dst) = v;
+}
+
 // A whole tile's store in 16-byte pieces: the four lanes of a quad hold two adjacent columns of each 8-column
 // chunk; exchanges between lanes (xor 1, then for 16-bit xor 2) give each lane 4 adjacent fp32 or 8 adjacent 16-bit
 // values of one row, so each store writes whole 32-byte sectors (64 or 128 contiguous bytes per row and quad).
@@ -171,7 +200,8 @@ __device__ __forceinline__ void store_tile_wide(const Params& p, const Tile& t, 
         const float a0 = value(j, 0), a1 = value(j, 1), b0 = value(j + 1, 0), b1 = value(j + 1, 1);
         const float r0 = __shfl_xor_sync(kAll, odd ? a0 : b0, 1), r1 = __shfl_xor_sync(kAll, odd ? a1 : b1, 1);
         const float4 o = odd ? make_float4(r0, r1, b0, b1) : make_float4(a0, a1, r0, r1);
-        *reinterpret_cast<float4*>(row + 8 * (j + odd) + 4 * (q >> 1)) = o;
+        store16(row + 8 * (j + odd) + 4 * (q >> 1),
+                make_uint4(__float_as_uint(o.x), __float_as_uint(o.y), __float_as_uint(o.z), __float_as_uint(o.w)), p.l2_c);
       }
     } else {
 #pragma unroll
@@ -183,7 +213,7 @@ __device__ __forceinline__ void store_tile_wide(const Params& p, const Tile& t, 
         const uint32_t A0 = odd ? ra : w[0], A1 = odd ? w[1] : ra, B0 = odd ? rb : w[2], B1 = odd ? w[3] : rb;
         const uint32_t s0 = __shfl_xor_sync(kAll, upper ? A0 : B0, 2), s1 = __shfl_xor_sync(kAll, upper ? A1 : B1, 2);
         const uint4 o = upper ? make_uint4(s0, s1, B0, B1) : make_uint4(A0, A1, s0, s1);
-        *reinterpret_cast<uint4*>(row + 8 * (j + (q & 1) + 2 * (q >> 1))) = o;
+        store16(row + 8 * (j + (q & 1) + 2 * (q >> 1)), o, p.l2_c);
       }
     }
   }
