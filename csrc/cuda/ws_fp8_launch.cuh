@@ -67,26 +67,6 @@ inline int units_mode() {
   return mode;
 }
 
-// CKGEMM_WS_L2 (an experiment's knob, read at each call): L2 cache policies for A's loads, B's loads and C's
-// 16-byte stores, three letters from n (no hint, the plain instruction), N (evict_normal), f (evict_first) and
-// l (evict_last), e.g. "lfn"; unset is "nnn". The 64-bit policies are createpolicy.fractional's with fraction 1
-// (CUTLASS's CacheHintSm90 values). Returns false for any other value.
-inline bool l2_policies(uint64_t pol[3]) {
-  const char* e = std::getenv("CKGEMM_WS_L2");
-  const std::string v = e == nullptr || e[0] == 0 ? "nnn" : e;
-  if (v.size() != 3) return false;
-  for (int i = 0; i < 3; ++i) {
-    switch (v[i]) {
-      case 'n': pol[i] = 0; break;
-      case 'N': pol[i] = 0x1000000000000000ull; break;
-      case 'f': pol[i] = 0x12F0000000000000ull; break;
-      case 'l': pol[i] = 0x14F0000000000000ull; break;
-      default: return false;
-    }
-  }
-  return true;
-}
-
 // Whether a call's clusters draw their units from a counter (ws_units.cuh): kCanDraw, the kernels with that form
 // (16-bit, A multicast; fp8 and int8 instantiate the stride only), where units_drawn says so; the others take
 // every clusters-th unit.
@@ -173,9 +153,9 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
     return cudaErrorInvalidValue;
   }
   Params p{};
-  uint64_t pol[3];
-  if (!l2_policies(pol)) {
-    *why = "CKGEMM_WS_L2 must be three letters of n, N, f, l (A's loads, B's loads, C's stores)";
+  uint64_t pol[3];  // CKGEMM_WS_L2, read at each call (ws_fp8_rules.h's l2_policies)
+  if (!l2_policies(std::getenv("CKGEMM_WS_L2"), pol)) {
+    *why = "CKGEMM_WS_L2 must be three letters of n, N, f, l (A's loads, B's loads, C's stores; default nnf)";
     return cudaErrorInvalidValue;
   }
   p.l2_a = pol[0];

@@ -64,7 +64,7 @@ struct Params {
   int64_t sb_stride;
   int* sizes_ok;    // null: bad sizes trap; else 1 / 0 (and nothing computed on 0)
   int* counter;     // dynamic units (the kernel's Dyn): the units drawn so far, zeroed by the launch (ws_units.cuh)
-  // L2 cache policies of A's and B's TMA loads and C's 16-byte stores (CKGEMM_WS_L2, ws_fp8_launch.cuh's
+  // L2 cache policies of A's and B's TMA loads and C's 16-byte stores (CKGEMM_WS_L2, ws_fp8_rules.h's
   // l2_policies): 0 is no hint, the plain instruction.
   uint64_t l2_a, l2_b, l2_c;
 };

@@ -89,6 +89,14 @@ int main() {
   CHECK(units_drawn(kUnitsDrawn, 8 * 4096, 8));
   CHECK(!units_drawn(kUnitsStride, 32 * 1024, 32));
   CHECK(!units_drawn(kUnitsAuto, int64_t{1} << 40, 1));  // no overflow on large row counts
+  // CKGEMM_WS_L2's policies (ws_fp8_rules.h): unset or empty is the default, C's stores evict_first; n is no hint.
+  uint64_t pol[3] = {1, 1, 1};
+  CHECK(l2_policies(nullptr, pol));
+  CHECK(pol[0] == 0 && pol[1] == 0 && pol[2] == 0x12F0000000000000ull);
+  CHECK(l2_policies("", pol) && pol[0] == 0 && pol[2] == 0x12F0000000000000ull);
+  CHECK(l2_policies("lNn", pol));
+  CHECK(pol[0] == 0x14F0000000000000ull && pol[1] == 0x1000000000000000ull && pol[2] == 0);
+  for (const char* bad : {"nn", "nnnn", "nnx", "NNF", " nn"}) CHECK(!l2_policies(bad, pol));
   std::printf("test_ws_schedule: %d checks, %d failures\n", host_test::checks(), host_test::failures());
   return host_test::failures() == 0 ? 0 : 1;
 }
