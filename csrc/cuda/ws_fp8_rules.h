@@ -52,12 +52,13 @@ inline bool units_drawn(int mode, int64_t rows, int64_t groups) {
   return mode == kUnitsDrawn || (mode == kUnitsAuto && rows < kStrideUnitRows * groups);
 }
 
-// L2 cache policies of the kernel's A loads, B loads and C stores (16-byte stores of whole tiles) from
+// L2 cache policies of the RC kernel's A loads, B loads and C stores (16-byte stores of whole tiles; the 8-bit RR
+// launch, ws_s8_rr_launch.cuh, sets none) from
 // CKGEMM_WS_L2 (value: the variable, or null where unset): three letters, each n (no hint, the plain instruction),
 // N (evict_normal), f (evict_first) or l (evict_last); unset or empty is kL2Default. The 64-bit policies are
 // createpolicy.fractional's with fraction 1 (CUTLASS's CacheHintSm90 values). Returns false for any other value.
-// C evict_first by default: C is written once and never read, and left at normal priority it pushes A's rows out
-// of L2 between waves. On Mixtral's prefill shapes, unscaled fp8 (fp32 C, 0.94 GB) ran 3.5% faster with it (H100,
+// C evict_first by default: the kernel writes C once and never reads it back, and what L2 then keeps is the
+// operands, which the units in flight read again. On Mixtral's prefill shapes, unscaled fp8 (fp32 C, 0.94 GB) ran 3.5% faster with it (H100,
 // graph replay and end to end, docs/PERF_2026-12-07c.md call 4); bf16 ran the same (0.997-1.002). B evict_first
 // cost 8-9% on Mixtral bf16 (B is read again by each M-block of the units in flight); A evict_last gained nothing.
 constexpr const char* kL2Default = "nnf";

@@ -1,0 +1,52 @@
+"""CKGEMM_WS_L2, the L2 cache policies of ckgemm's own kernel's A loads, B loads and C stores (csrc/cuda/ws_fp8_rules.h's
+l2_policies, read at each call; default nnf, C evict_first): every policy gives the bits of no hint at all, on
+16-bit, fp8 and int8 packed RC calls through the own tiles (NaN-poisoned outputs, each also checked against the
+harness reference; whole tiles take the hinted 16-byte stores, partial ones the plain stores), and an unknown
+value refuses the call without writing. CUTLASS only."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import ckgemm
+from gpu_support import MARKS, NATIVE, check_packed, packed_call, ran_paths
+
+pytestmark = MARKS + [pytest.mark.skipif(NATIVE != "cutlass", reason="ckgemm's own kernel is CUDA (sm_90a)")]
+
+# operand dtype, output dtype, the own tile forced
+FORMS = {"bf16": (torch.bfloat16, torch.bfloat16, "ws_128x256x64_c1x2"),
+         "fp16": (torch.float16, torch.float16, "ws_128x192x64_c1x2"),
+         "fp8": (torch.float8_e4m3fn, torch.float32, "ws_128x256x128_c1x2"),
+         "int8": (torch.int8, torch.int32, "ws_128x256x128_c1x2")}
+# partial tiles, an empty group and N past the last pair; then whole tiles only
+CASES = [([0, 1, 65, 129, 300, 1000], 640, 1024), ([256, 512], 512, 384)]
+POLICIES = ["nnn", "", "lff", "NlN", "fnl"]  # "": unset, the default
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_every_l2_policy_gives_the_bits_of_no_hint(form, case, monkeypatch):
+    dtype, out_dtype, config = FORMS[form]
+    sizes, n, k = CASES[case]
+    outs = {}
+    for policy in POLICIES:
+        monkeypatch.setenv("CKGEMM_WS_L2", policy)
+        a, b, _, out = packed_call(sizes, n, k, dtype, out_dtype, f"l2-{form}-{case}", config=config)
+        assert ran_paths() == {f"cutlass:{config}"}, ckgemm.last_dispatch()
+        check_packed(out, a, b, sizes, dtype, k, f"own {form} case {case} CKGEMM_WS_L2={policy!r}")
+        outs[policy] = out
+    for policy, out in outs.items():
+        assert torch.equal(out, outs["nnn"]), (policy, (out.float() - outs["nnn"].float()).abs().max())
+
+
+@pytest.mark.parametrize("value", ["nn", "nnx", "NNF"])
+def test_an_unknown_l2_policy_is_refused_before_any_write(value, monkeypatch):
+    monkeypatch.setenv("CKGEMM_WS_L2", value)
+    monkeypatch.setenv("CKGEMM_CONFIG", FORMS["bf16"][2])
+    a = torch.randn(600, 256, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(2, 512, 256, device="cuda", dtype=torch.bfloat16)
+    out = torch.full((600, 512), float("nan"), dtype=torch.bfloat16, device="cuda")
+    with pytest.raises(RuntimeError, match="CKGEMM_WS_L2 must be three letters of n, N, f, l"):
+        ckgemm.grouped_gemm_packed(a, b, torch.tensor([300, 300], device="cuda"), out=out)
+    torch.cuda.synchronize()
+    assert out.isnan().all()
