@@ -14,7 +14,8 @@ benchmark case (benchmarks/cases.py), the argument of docs/PERF_2026-12-06i.md.
   share, fitted to docs/PERF_2026-12-07.md's runs, so it lost 1.4-1.7% where this model without the overhead
   gains 0.9-1.6%); balanced: the stride's rounds, each permuted among the clusters so that the call's cheap
   units go to the clusters in turn (balanced_unit, built in d68e767's ws_fp8_schedule.h and host-checked there, then
-  taken out of main's tree again without a GPU run: docs/PERF_2026-12-07b.md).
+  taken out of main's tree again; on an H100 it ran 3.4% slower than the stride on Mixtral, and 2.3% on 8 x 4096^3
+  where it is the stride: the model has no cost for the per-unit lookups, docs/PERF_2026-12-07c.md).
 - Reported: the units (and how many run one warp group), their mean cost per cluster, each schedule's makespan
   (the busiest cluster's cost) and its loss against that mean, and the rows computed but never stored (whole
   64-row warp-group tiles). --seed draws the cases' other splits.
