@@ -29,7 +29,9 @@
 //   - a consumer warp group with no rows of its group in the tile (or a pair's tile past N) skips the
 //     wgmmas and the store and only keeps the ring in step;
 //   - the epilogue stores from registers: a whole tile without per-element bounds and, where C's rows are
-//     16-byte aligned, in 16-byte pieces after the lanes of each quad exchange values (ws_fp8_parts.cuh).
+//     16-byte aligned, in 16-byte pieces after the lanes of each quad exchange values (ws_fp8_parts.cuh),
+//     those with an L2 policy, evict_first by default (p.l2_c; the TMA loads take p.l2_a and p.l2_b, none by
+//     default: CKGEMM_WS_L2, ws_fp8_rules.h's l2_policies).
 //
 // Rows of a tile past its group's end are computed on the next group's rows (or TMA's zero fill) and
 // never stored. K need not be a multiple of 128 (TMA zero-fills the partial block).
