@@ -18,7 +18,8 @@ FORMS = {"bf16": (torch.bfloat16, torch.bfloat16, "ws_128x256x64_c1x2"),
          "fp16": (torch.float16, torch.float16, "ws_128x192x64_c1x2"),
          "fp8": (torch.float8_e4m3fn, torch.float32, "ws_128x256x128_c1x2"),
          "int8": (torch.int8, torch.int32, "ws_128x256x128_c1x2")}
-# partial tiles, an empty group and N past the last pair; then whole tiles only
+# partial tiles, an empty group and N past the last pair; then whole M-blocks (the 256-wide pairs' tiles whole
+# too; the 192-wide tile still has a partial N tile)
 CASES = [([0, 1, 65, 129, 300, 1000], 640, 1024), ([256, 512], 512, 384)]
 POLICIES = ["nnn", "", "lff", "NlN", "fnl"]  # "": unset, the default
 

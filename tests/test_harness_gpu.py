@@ -116,7 +116,8 @@ def test_ported_timers_time_kernels_by_name_and_never_the_flush():
     assert 0 < deep_gemm.bench_kineto(lambda: torch.sin(x), "sin_kernel", num_tests=5) < 1e-3
     # Two launches per call: per launch (the default) against their sum per call, of the same fn, so that both
     # see the same caches. Against a lone sin's time the ratio is not 2: the pair's two outputs and x (48 MiB)
-    # overflow an H100's L2, and a pair measured 2.9-3.0x a lone warm sin there (docs/PERF_2026-12-07c.md).
+    # fill about all of an H100's 50 MiB L2, and a pair measured 2.88-3.05x a lone warm sin there
+    # (docs/PERF_2026-12-07c.md).
     pair = lambda: (torch.sin(x), torch.sin(x))  # noqa: E731
     per_launch = deep_gemm.bench_kineto(pair, "sin_kernel", num_tests=5, flush_l2=False)
     per_call = deep_gemm.bench_kineto(pair, ("sin_kernel",), num_tests=5, with_multiple_kernels=True,

@@ -60,8 +60,9 @@ inline bool units_drawn(int mode, int64_t rows, int64_t groups) {
 // C evict_first by default: the kernel writes C once and never reads it back, and what L2 then keeps is the
 // operands, which the units in flight read again. Unscaled fp8 (fp32 C) ran 3.3-3.5% faster with it on Mixtral's
 // prefill shapes in two H100 samples and 2.7% on 8 x 4096^3; 16-bit ran the same (0.997-1.002) (graph replay and
-// end to end, docs/PERF_2026-12-07c.md calls 4 and 5). B evict_first cost 8-9% on Mixtral bf16 (B is read again
-// by each M-block of the units in flight); A evict_last gained nothing.
+// end to end, docs/PERF_2026-12-07c.md calls 4 and 5). B evict_first cost 8-11% on Mixtral bf16 (B is read
+// again by each M-block of the units in flight); A evict_last added nothing to C's evict_first. Not timed under
+// the default: the block-scaled recipe and the decode tiles (there C is under 1% of the bytes moved).
 constexpr const char* kL2Default = "nnf";
 inline bool l2_policies(const char* value, uint64_t pol[3]) {
   const std::string v = value == nullptr || value[0] == 0 ? kL2Default : value;
