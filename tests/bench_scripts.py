@@ -8,7 +8,7 @@ import sys
 import pytest
 
 # The scripts' modules a test may import (each script puts its own folder on the path and imports its siblings).
-SCRIPT_MODULES = ("bench_grouped_gemm", "bench_scaled", "common", "cases", "units_model")
+SCRIPT_MODULES = ("bench_env", "bench_grouped_gemm", "bench_scaled", "common", "cases", "units_model")
 
 
 @pytest.fixture
