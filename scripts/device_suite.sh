@@ -75,7 +75,7 @@ prof() {  # prof <tag> <kernel count> <profile_kernels.py run args...>: one ncu 
   ncu --clock-control none --profile-from-start off -c "$count" -f -o "/tmp/ncu_$tag" \
     --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
     --section WarpStateStats --section LaunchStats --section Occupancy \
-    --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active \
+    --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum \
     python3 scripts/profile_kernels.py run "$@" >> "$OUT/ncu.log" 2>&1 \
     && ncu --import "/tmp/ncu_$tag.ncu-rep" --csv --page raw > "/tmp/ncu_$tag.csv" 2>> "$OUT/ncu.log"
 }

@@ -25,7 +25,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # (column in the raw page, short name); a metric a report lacks is shown as "-". All of these are
-# collected by the sections the `profile` stage asks for (seen on the H200, ncu with CUDA 13.0).
+# collected by the sections and metrics the `profile` stage asks for (seen on the H200 and the H100, ncu with
+# CUDA 13.0; the byte and sector counts were first read in docs/PERF_2026-12-07c.md call 3).
 METRICS = [
     ("gpu__time_duration.sum", "time"),
     ("launch__grid_size", "grid"),
@@ -40,6 +41,9 @@ METRICS = [
     ("lts__t_sector_hit_rate.pct", "L2 hit %"),
     ("dram__throughput.avg.pct_of_peak_sustained_elapsed", "DRAM %"),
     ("dram__bytes_read.sum.per_second", "DRAM read"),
+    ("dram__bytes_read.sum", "DRAM bytes read"),
+    ("dram__bytes_write.sum", "DRAM bytes written"),
+    ("lts__t_sectors_srcunit_tex_op_read.sum", "L2 read sectors"),
     ("l1tex__throughput.avg.pct_of_peak_sustained_active", "L1 %"),
 ]
 STALL_PREFIX = "smsp__average_warp_latency_issue_stalled_"
