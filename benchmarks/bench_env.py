@@ -11,8 +11,6 @@ and end to end. Printed per case, dtype and form: median ms, the best peer's tim
 """
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
 
 import torch
@@ -20,26 +18,11 @@ from tabulate import tabulate
 
 import common  # benchmarks/common.py: this script's folder is on sys.path
 import ckgemm
-from bench_grouped_gemm import DTYPES, _inputs, verify_output
+from bench_grouped_gemm import DTYPES, _inputs, checked_peers, verify_output
 from cases import all_cases
 from ckgemm.testing import Report, device_info, grouped_gemm_reference_packed
 from ckgemm.testing.data import poisoned
-from ckgemm.testing.peers import checked, peers as find_peers
 from ckgemm.testing.rounds import round_robin
-
-
-@contextlib.contextmanager
-def knob(name: str, value: str):
-    """``name=value`` in the environment while the block runs (a graph captured inside keeps what the op read)."""
-    before = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = before
 
 
 def checked_forms(a, b, sizes, dtype, name: str, values, label: str, same_bits: bool = True):
@@ -51,7 +34,7 @@ def checked_forms(a, b, sizes, dtype, name: str, values, label: str, same_bits: 
         out = poisoned((a.shape[0], b.shape[1]), ckgemm.rule_for(dtype).output, a.device)
 
         def call(out=out, value=value):
-            with knob(name, value):
+            with common.env_set(name, value):
                 ckgemm.grouped_gemm_packed(a, b, gs, out=out)
         call()
         verify_output(out, ref, sizes, dtype, a.shape[1], f"{label} {name}={value}")
@@ -71,10 +54,8 @@ def run_case(bc, dtype_name: str, name: str, values, args, device, report) -> li
     label = f"{bc.name} {dtype_name}"
     print(f"{label}: {len(sizes)} groups, N {n}, K {k}", flush=True)
     fns, ref = checked_forms(a, b, sizes, dtype, name, values, label, same_bits=not args.any_bits)
-    b_kn = b.transpose(-2, -1)
     peer_names = []
-    for peer in find_peers(list(a.split(sizes)), list(b_kn.unbind(0)), (a, b_kn, sizes)):
-        peer = checked(peer, list(ref.split(sizes)), sizes, [n] * len(sizes), dtype, [k] * len(sizes))
+    for peer in checked_peers(a, b, sizes, ref, dtype):
         if peer.fn is not None and peer.capturable:
             fns[peer.name] = peer.fn
             peer_names.append(peer.name)

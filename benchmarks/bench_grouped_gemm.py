@@ -62,6 +62,15 @@ def verify_output(out, ref, sizes, dtype, k, name, scaled=False):
               in_dtype=dtype, k=k, name=name)
 
 
+def checked_peers(a, b, sizes, ref, dtype) -> list:
+    """The peers of a packed RC call (A [rows, k], B [groups, n, k]), each checked against ``ref`` before it may be
+    timed (ckgemm.testing.peers.checked: a peer that fails has no fn and says why)."""
+    n, k = b.shape[1], b.shape[2]
+    b_kn = b.transpose(-2, -1)
+    return [checked(peer, list(ref.split(sizes)), sizes, [n] * len(sizes), dtype, [k] * len(sizes))
+            for peer in find_peers(list(a.split(sizes)), list(b_kn.unbind(0)), (a, b_kn, sizes))]
+
+
 def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
     sizes, a, b = _inputs(bc.case, dtype, device, args.seed)
     n, k = bc.case.ns[0], bc.case.ks[0]
@@ -88,9 +97,7 @@ def run_case(bc, dtype_name, dtype, device, args, report, ceilings, dense):
         fns["ckgemm list"] = lambda: ckgemm.grouped_gemm_out(a_list, b_list, c_list)
     skipped = {}
     capturable = {}
-    b_kn = b.transpose(-2, -1)
-    for peer in ([] if args.only_ours else find_peers(list(a.split(sizes)), list(b_kn.unbind(0)), (a, b_kn, sizes))):
-        peer = checked(peer, list(ref.split(sizes)), sizes, [n] * len(sizes), dtype, [k] * len(sizes))
+    for peer in ([] if args.only_ours else checked_peers(a, b, sizes, ref, dtype)):
         if peer.fn is None:
             skipped[peer.name] = peer.reason
             continue

@@ -52,11 +52,21 @@ def finish(report, rows: list[dict], args, floatfmt: str = ".4g") -> None:
 
 
 @contextlib.contextmanager
-def forced_instance(name: str):
-    """CKGEMM_CONFIG=name while the block runs: the router tries that instance first, and a graph captured
-    inside keeps it."""
-    os.environ["CKGEMM_CONFIG"] = name
+def env_set(name: str, value: str):
+    """``name=value`` in the environment while the block runs, then the variable as it was (a knob the op reads
+    at each call: a graph captured inside keeps what the op read)."""
+    before = os.environ.get(name)
+    os.environ[name] = value
     try:
         yield
     finally:
-        os.environ.pop("CKGEMM_CONFIG", None)
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
+def forced_instance(name: str):
+    """CKGEMM_CONFIG=name while the block runs: the router tries that instance first, and a graph captured
+    inside keeps it."""
+    return env_set("CKGEMM_CONFIG", name)

@@ -1,5 +1,6 @@
 """benchmarks/bench_env.py's pieces on the CPU (the reference backend): the knob is set for the call and put back
-as it was, and a form that gives other bits than the first is refused before anything is timed."""
+as it was (common.env_set, which forced_instance uses too), and a form that gives other bits than the first is
+refused before anything is timed."""
 from __future__ import annotations
 
 import os
@@ -27,15 +28,15 @@ def _operands():
 
 
 @pytest.mark.parametrize("before", [None, "outer"])
-def test_knob_sets_the_variable_and_puts_it_back(bench_env, monkeypatch, before):
+def test_env_set_sets_the_variable_and_puts_it_back(bench_env, monkeypatch, before):
     if before is None:
         monkeypatch.delenv(KNOB, raising=False)
     else:
         monkeypatch.setenv(KNOB, before)
-    with bench_env.knob(KNOB, "inner"):
+    with bench_env.common.env_set(KNOB, "inner"):
         assert os.environ[KNOB] == "inner"
     assert os.environ.get(KNOB) == before
-    with pytest.raises(ValueError), bench_env.knob(KNOB, "inner"):
+    with pytest.raises(ValueError), bench_env.common.env_set(KNOB, "inner"):
         raise ValueError("the call failed")
     assert os.environ.get(KNOB) == before
 
