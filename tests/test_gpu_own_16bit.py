@@ -28,7 +28,8 @@ DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 # groups, one 128-byte k-block (K 64), a partial last k-block (K 2888: 45.125 blocks), N past the last tile pair
 # and odd (3851: scalar stores), one large group
 CASES = [([0, 1, 63, 64, 65, 127, 128, 129, 300, 0, 1000], 384, 256), ([700, 0, 513, 66], 3851, 2888),
-         ([128] * 3, 192, 64), ([5000], 576, 1024), ([77, 2000, 191], 4096, 512)]
+         ([128] * 3, 192, 64), ([5000], 576, 1024), ([77, 2000, 191], 4096, 512),
+         ([191, 192, 193, 255, 256, 257, 383, 0, 513], 640, 320)]  # m64 blocks whole and partial in one tile
 
 
 def _call(sizes, n, k, dtype, tag, config, size_dtype=torch.int32):

@@ -229,11 +229,14 @@ __device__ __forceinline__ void store_values(const Params& p, const Tile& t, con
     row_scale[1] = __ldg(a_scales(p, t.row0 + r_lo + 8));
   }
   const float* sb_row = R == Recipe::Row ? p.sb + t.g * p.sb_stride : nullptr;
-  if (p.vector_store == 2 && t.m_local0 + kBlockM <= t.m_g && t.n0 + BN <= p.n) {  // a whole tile, 16-byte stores
+  // Whether every row of this warp group's m64 block (the 64 rows that hold r_lo) is in the group: a whole block,
+  // stored without per-element bounds even where the tile's other half holds rows past the group's end.
+  const bool rows_whole = t.m_local0 + (r_lo & ~63) + 64 <= t.m_g;
+  if (p.vector_store == 2 && rows_whole && t.n0 + BN <= p.n) {  // a whole block, 16-byte stores
     store_tile_wide<BN, R, Out, kBits>(p, t, acc, r_lo, lane, row_scale, sb_row);
     return;
   }
-  if (p.vector_store && t.m_local0 + kBlockM <= t.m_g && t.n0 + BN <= p.n) {  // a whole tile: no bounds per element
+  if (p.vector_store && rows_whole && t.n0 + BN <= p.n) {  // a whole block: no bounds per element
     const int col0 = t.n0 + 2 * (lane % 4);
     Out* lo = static_cast<Out*>(p.c) + static_cast<int64_t>(t.row0 + r_lo) * p.ldc + col0;
     Out* hi = lo + 8 * p.ldc;
