@@ -118,7 +118,8 @@ def run(name, dtype_name, args, device, report):
     verify_output(out, ref, ms, dtype, k, f"{name} {dtype_name} ({default})", scaled=bool(recipe))
     del ref
     reference = out.clone()
-    order = candidates(dtype, scaling)
+    order = [i for i in candidates(dtype, scaling)  # --instances: those named, and the rule's pick always
+             if args.instances is None or i["name"] in args.instances or default_path.endswith(":" + i["name"])]
     call = lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out, **scales)  # noqa: E731
     for info in order:  # each forced instance computes the default's result
         out.fill_(float("nan"))
@@ -173,6 +174,9 @@ def main() -> int:
                    "(default 24)")
     p.add_argument("--dtype", default="bf16,fp16",
                    help="bf16, fp16, fp8, fp8-row and/or fp8-block (default bf16,fp16)")
+    p.add_argument("--instances", type=lambda v: v.split(","), default=None,
+                   help="time only these instances (comma-separated names, e.g. ws_256x128x64_c1x2) beside the "
+                        "rule's pick (default: every compute-bound instance of the kind)")
     args = p.parse_args()
     device = common.gpu_device(needs_native=True)
     if device is None:
