@@ -2,8 +2,9 @@
 """Forms of the op that differ only in one environment knob the native op reads at each call (CKGEMM_WS_L2, the
 own kernel's L2 cache policies; CKGEMM_CONFIG, a forced instance, with --any-bits), beside the peers, on the
 compute-bound cases of benchmarks/cases.py. Each form is checked first: against the harness reference on a
-NaN-poisoned output, and, unless --any-bits, for the same bits as the first form (a knob that changes only where
-data sits changes no value). Then all of them and the capturable peers are timed round-robin (ckgemm.testing.rounds) under graph replay
+NaN-poisoned output, unless --any-bits for the same bits as the first form (a knob that changes only where
+data sits changes no value), and for its path: a CKGEMM_CONFIG form must run the instance it names, and a form whose
+path the knob does not reach is flagged (a WARNING on its line). Then all of them and the capturable peers are timed round-robin (ckgemm.testing.rounds) under graph replay
 and end to end. Printed per case, dtype and form: median ms, the best peer's time over the form's per round (above
 1: faster than the peer) and the first form's time over this one's, each with p10-p90.
 
@@ -25,8 +26,19 @@ from ckgemm.testing.data import poisoned
 from ckgemm.testing.rounds import round_robin
 
 
+def path_miss(name: str, value: str, path: str) -> str:
+    """Why a form's path cannot show the knob's effect, or "": CKGEMM_CONFIG names the instance that must run, and
+    CKGEMM_WS_L2 reaches only the own RC kernel's tiles (ws_*; CUTLASS's take no policy)."""
+    if name == "CKGEMM_CONFIG" and not path.endswith(":" + value):
+        return f"ran {path}, not the named instance"
+    if name == "CKGEMM_WS_L2" and ":ws_" not in path:
+        return f"{path} takes no L2 policy: the forms run the same kernel"
+    return ""
+
+
 def checked_forms(a, b, sizes, dtype, name: str, values, label: str, same_bits: bool = True):
-    """Each value's packed call on its own poisoned output, checked as the docstring says."""
+    """Each value's packed call on its own poisoned output, checked as the docstring says; a CKGEMM_CONFIG form
+    that did not run its instance is refused, and a knob that does not reach the path is said so (path_miss)."""
     gs = torch.tensor(sizes, device=a.device, dtype=torch.int32)
     ref = grouped_gemm_reference_packed(a, b, sizes)
     fns, first = {}, None
@@ -42,7 +54,12 @@ def checked_forms(a, b, sizes, dtype, name: str, values, label: str, same_bits: 
             first = out.clone()
         elif same_bits and not torch.equal(out, first):
             raise AssertionError(f"{label}: {name}={value} gave other bits than {values[0]}")
-        print(f"  {name}={value}: checked; path {ckgemm.last_dispatch()}", flush=True)
+        path = ckgemm.last_dispatch().paths[0]
+        miss = path_miss(name, value, path)
+        if miss and name == "CKGEMM_CONFIG":
+            raise AssertionError(f"{label}: {name}={value} {miss}")
+        print(f"  {name}={value}: checked; path {ckgemm.last_dispatch()}{'; WARNING: ' + miss if miss else ''}",
+              flush=True)
         fns[f"{name}={value}"] = call
     return fns, ref
 

@@ -72,3 +72,21 @@ def test_a_form_with_other_bits_is_refused_unless_any_bits(bench_env, monkeypatc
         bench_env.checked_forms(a, b, sizes, torch.bfloat16, KNOB, ["x", "y"], "cpu case")
     fns, _ = bench_env.checked_forms(a, b, sizes, torch.bfloat16, KNOB, ["x", "y"], "cpu case", same_bits=False)
     assert len(fns) == 2
+
+
+def test_a_knob_that_misses_the_path_is_named(bench_env):
+    """CKGEMM_CONFIG must run the named instance (else the form is not what its label says); CKGEMM_WS_L2 reaches
+    only the own kernel's ws_ tiles."""
+    miss = bench_env.path_miss
+    assert miss("CKGEMM_CONFIG", "ws_256x128x64_c1x2", "cutlass:ws_256x128x64_c1x2") == ""
+    assert "not the named instance" in miss("CKGEMM_CONFIG", "ws_256x128x64_c1x2", "cutlass:ws_128x256x64_c1x2")
+    assert miss("CKGEMM_WS_L2", "nnf", "cutlass:ws_128x192x128_c1x2") == ""
+    assert "takes no L2 policy" in miss("CKGEMM_WS_L2", "nnf", "cutlass:coop_128x256x128_c1x2")
+    assert miss("CKGEMM_OTHER", "x", "torch") == ""
+
+
+def test_a_forced_instance_that_does_not_run_is_refused(bench_env):
+    """On the CPU the reference runs whatever CKGEMM_CONFIG names: the form is refused before it is timed."""
+    a, b, sizes = _operands()
+    with pytest.raises(AssertionError, match="not the named instance"):
+        bench_env.checked_forms(a, b, sizes, torch.bfloat16, "CKGEMM_CONFIG", ["ws_128x256x64_c1x2"], "cpu case")
