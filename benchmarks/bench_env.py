@@ -1,12 +1,13 @@
 #!/usr/bin/env python
 """Forms of the op that differ only in one environment knob the native op reads at each call (CKGEMM_WS_L2, the
-own kernel's L2 cache policies; CKGEMM_CONFIG, a forced instance, with --any-bits), beside the peers, on the
-compute-bound cases of benchmarks/cases.py. Each form is checked first: against the harness reference on a
-NaN-poisoned output, unless --any-bits for the same bits as the first form (a knob that changes only where
-data sits changes no value), and for its path: a CKGEMM_CONFIG form must run the instance it names, and a form whose
-path the knob does not reach is flagged (a WARNING on its line). Then all of them and the capturable peers are timed round-robin (ckgemm.testing.rounds) under graph replay
-and end to end. Printed per case, dtype and form: median ms, the best peer's time over the form's per round (above
-1: faster than the peer) and the first form's time over this one's, each with p10-p90.
+own kernel's L2 cache policies; CKGEMM_CONFIG, a forced instance), beside the peers, on the compute-bound cases of
+benchmarks/cases.py. Each form is checked first: against the harness reference on a NaN-poisoned output; unless
+--any-bits, for the same bits as the first form (a knob that changes only where data sits changes no value); and
+for its path: a CKGEMM_CONFIG form must run the instance it names, and a form whose path the knob does not reach
+is flagged (a WARNING on its line). Then all of them and the capturable peers are timed round-robin
+(ckgemm.testing.rounds) under graph replay and end to end. Printed per case, dtype and form: median ms, the best
+peer's time over the form's per round (above 1: faster than the peer) and the first form's time over this one's,
+each with p10-p90.
 
     python benchmarks/bench_env.py --knob CKGEMM_WS_L2 --values nnn,lfn,lff --cases Mixtral,uniform --rounds 12
 """
