@@ -120,6 +120,9 @@ def run(name, dtype_name, args, device, report):
     reference = out.clone()
     order = [i for i in candidates(dtype, scaling)  # --instances: those named, and the rule's pick always
              if args.instances is None or i["name"] in args.instances or default_path.endswith(":" + i["name"])]
+    missing = sorted(set(args.instances or ()) - {i["name"] for i in order})
+    if missing:  # a misspelt name, or one of another kind: said, not silently dropped
+        print(f"{name} {dtype_name}: no compute-bound instance named {', '.join(missing)}", flush=True)
     call = lambda: ckgemm.grouped_gemm_packed(a, b, gs, out=out, **scales)  # noqa: E731
     for info in order:  # each forced instance computes the default's result
         out.fill_(float("nan"))

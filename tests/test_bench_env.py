@@ -1,6 +1,6 @@
 """benchmarks/bench_env.py's pieces on the CPU (the reference backend): the knob is set for the call and put back
-as it was (common.env_set, which forced_instance uses too), and a form that gives other bits than the first is
-refused before anything is timed."""
+as it was (common.env_set, which forced_instance uses too), a form that gives other bits than the first is
+refused before anything is timed, and so is a CKGEMM_CONFIG form that ran another instance (path_miss)."""
 from __future__ import annotations
 
 import os

@@ -1,7 +1,7 @@
 """CKGEMM_WS_L2, the L2 cache policies of ckgemm's own kernel's A loads, B loads and C stores (csrc/cuda/ws_fp8_rules.h's
 l2_policies, read at each call; default nnf, C evict_first): every policy gives the bits of no hint at all, on
 16-bit, fp8 and int8 packed RC calls through the own tiles (NaN-poisoned outputs, each also checked against the
-harness reference; whole tiles take the hinted 16-byte stores, partial ones the plain stores), and an unknown
+harness reference; whole m64 blocks take the hinted 16-byte stores, partial ones the plain stores), and an unknown
 value refuses the call without writing. CUTLASS only."""
 from __future__ import annotations
 

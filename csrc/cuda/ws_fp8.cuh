@@ -28,8 +28,8 @@
 //     their groups average 2048 rows or more or CKGEMM_WS_UNITS says otherwise (ws_fp8_rules.h's units_drawn);
 //   - a consumer warp group with no rows of its group in the tile (or a pair's tile past N) skips the
 //     wgmmas and the store and only keeps the ring in step;
-//   - the epilogue stores from registers: a whole tile without per-element bounds and, where C's rows are
-//     16-byte aligned, in 16-byte pieces after the lanes of each quad exchange values (ws_fp8_parts.cuh),
+//   - the epilogue stores from registers: a warp group's whole m64 block without per-element bounds and, where
+//     C's rows are 16-byte aligned, in 16-byte pieces after the lanes of each quad exchange values (ws_fp8_parts.cuh),
 //     those with an L2 policy, evict_first by default (p.l2_c; the TMA loads take p.l2_a and p.l2_b, none by
 //     default: CKGEMM_WS_L2, ws_fp8_rules.h's l2_policies).
 //

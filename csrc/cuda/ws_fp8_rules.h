@@ -52,10 +52,10 @@ inline bool units_drawn(int mode, int64_t rows, int64_t groups) {
   return mode == kUnitsDrawn || (mode == kUnitsAuto && rows < kStrideUnitRows * groups);
 }
 
-// L2 cache policies of the RC kernel's A loads, B loads and C stores (16-byte stores of whole tiles; the 8-bit RR
-// launch, ws_s8_rr_launch.cuh, sets none) from
-// CKGEMM_WS_L2 (value: the variable, or null where unset): three letters, each n (no hint, the plain instruction),
-// N (evict_normal), f (evict_first) or l (evict_last); unset or empty is kL2Default. The 64-bit policies are
+// L2 cache policies of the RC kernel's A loads, B loads and C stores (16-byte stores of whole m64 blocks; the
+// 8-bit RR launch, ws_s8_rr_launch.cuh, sets none) from CKGEMM_WS_L2 (value: the variable, or null where unset):
+// three letters, each n (no hint, the plain instruction), N (evict_normal), f (evict_first) or l (evict_last);
+// unset or empty is kL2Default. The 64-bit policies are
 // createpolicy.fractional's with fraction 1 (CUTLASS's CacheHintSm90 values). Returns false for any other value.
 // C evict_first by default: the kernel writes C once and never reads it back, and what L2 then keeps is the
 // operands, which the units in flight read again. Unscaled fp8 (fp32 C) ran 3.3-3.5% faster with it on Mixtral's
