@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Forms of the op that differ only in one environment knob the native op reads at each call (CKGEMM_WS_L2, the
-own kernel's L2 cache policies; CKGEMM_CONFIG, a forced instance), beside the peers, on the compute-bound cases of
+own kernel's L2 cache policies; CKGEMM_WS_ORDER, its order of units; CKGEMM_CONFIG, a forced instance), beside the peers, on the compute-bound cases of
 benchmarks/cases.py. Each form is checked first: against the harness reference on a NaN-poisoned output; unless
 --any-bits, for the same bits as the first form (a knob that changes only where data sits changes no value); and
 for its path: a CKGEMM_CONFIG form must run the instance it names, and a form whose path the knob does not reach
@@ -10,6 +10,7 @@ peer's time over the form's per round (above 1: faster than the peer) and the fi
 each with p10-p90.
 
     python benchmarks/bench_env.py --knob CKGEMM_WS_L2 --values nnn,lfn,lff --cases Mixtral,uniform --rounds 12
+    python benchmarks/bench_env.py --knob CKGEMM_WS_ORDER --values plain,snake --dtype bf16,fp16,fp8 --rounds 12
 """
 from __future__ import annotations
 
@@ -29,11 +30,11 @@ from ckgemm.testing.rounds import round_robin
 
 def path_miss(name: str, value: str, path: str) -> str:
     """Why a form's path cannot show the knob's effect, or "": CKGEMM_CONFIG names the instance that must run, and
-    CKGEMM_WS_L2 reaches only the own RC kernel's tiles (ws_*; CUTLASS's take no policy)."""
+    CKGEMM_WS_L2 and CKGEMM_WS_ORDER reach only the own RC kernel's tiles (ws_*; CUTLASS's read neither)."""
     if name == "CKGEMM_CONFIG" and not path.endswith(":" + value):
         return f"ran {path}, not the named instance"
-    if name == "CKGEMM_WS_L2" and ":ws_" not in path:
-        return f"{path} takes no L2 policy: the forms run the same kernel"
+    if name in ("CKGEMM_WS_L2", "CKGEMM_WS_ORDER") and ":ws_" not in path:
+        return f"{path} does not read {name}: the forms run the same kernel"
     return ""
 
 

@@ -161,6 +161,11 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
   p.l2_a = pol[0];
   p.l2_b = pol[1];
   p.l2_c = pol[2];
+  p.snake = snake_order(std::getenv("CKGEMM_WS_ORDER"));
+  if (p.snake < 0) {
+    *why = "CKGEMM_WS_ORDER must be plain (the default) or snake";
+    return cudaErrorInvalidValue;
+  }
   constexpr int64_t eb = in_bytes(I);
   const cuuint64_t dims_a[2] = {static_cast<cuuint64_t>(c.k * eb), static_cast<cuuint64_t>(c.rows)};
   const cuuint64_t strides_a[1] = {static_cast<cuuint64_t>(c.lda * eb)};

@@ -79,4 +79,13 @@ inline bool l2_policies(const char* value, uint64_t pol[3]) {
   return true;
 }
 
+// The order of a group's units in the RC kernel (ws_fp8_schedule.h's decode_unit) from CKGEMM_WS_ORDER (value: the
+// variable, or null where unset): "plain" (unset or empty too) runs each column of N down the group's M-blocks;
+// "snake" runs every other column up, so that the units in flight at a column's turn read the A rows that the
+// last ones read (an LRU cache that cannot hold a group's whole A keeps them). 0 plain, 1 snake, -1 any other value.
+inline int snake_order(const char* value) {
+  const std::string v = value == nullptr ? "" : value;
+  return v.empty() || v == "plain" ? 0 : v == "snake" ? 1 : -1;
+}
+
 }  // namespace ckgemm::ws

@@ -41,22 +41,27 @@ struct Tile {
   int g, m_g, m_local0, row0, n0;  // group, its rows, this CTA's first row in the group and in A, first column
 };
 
-// The tile of cluster rank `rank` (0 or 1) in unit u, from the prefix sums of rows and units per group.
+// The tile of cluster rank `rank` (0 or 1) in unit u, from the prefix sums of rows and units per group. A group's
+// units run down its M-blocks (pairs of them for McastB) one column of N at a time; with `snake` every other
+// column runs up instead, so that the A rows read last are the first read again (CKGEMM_WS_ORDER,
+// ws_fp8_rules.h's snake_order).
 template <int BN, bool McastB, int BM = kBlockM>
-CKGEMM_WS_HD Tile decode_unit(const int* row_start, const int* unit_start, int groups, int u, int rank) {
+CKGEMM_WS_HD Tile decode_unit(const int* row_start, const int* unit_start, int groups, int u, int rank,
+                              bool snake = false) {
   Tile t;
   t.g = group_of(unit_start, groups, u);
   const int local = u - unit_start[t.g];
   t.m_g = row_start[t.g + 1] - row_start[t.g];
   const int m_blocks = (t.m_g + BM - 1) / BM;
+  const int down = McastB ? (m_blocks + 1) / 2 : m_blocks;  // units in one column
+  const int col = local / down, row = snake && (col & 1) ? down - 1 - local % down : local % down;
   int mb, nb;
   if (McastB) {
-    const int pairs = (m_blocks + 1) / 2;
-    mb = 2 * (local % pairs) + rank;
-    nb = local / pairs;
+    mb = 2 * row + rank;
+    nb = col;
   } else {
-    mb = local % m_blocks;
-    nb = 2 * (local / m_blocks) + rank;
+    mb = row;
+    nb = 2 * col + rank;
   }
   t.m_local0 = mb * BM;
   t.row0 = row_start[t.g] + t.m_local0;

@@ -3,7 +3,8 @@
 // every real BM x BN tile of every group (BM 128, or 256 as the int8 RR kernel's register-operand form takes) is
 // taken exactly once across all units and both CTAs of a cluster;
 // the two CTAs of a unit share the operand they multicast (A: the same rows; B: the same group and columns);
-// rank 0's tile is always real, so a dummy is only ever a pair's overhang; rows map to the group's rows of A.
+// rank 0's tile is always real, so a dummy is only ever a pair's overhang; rows map to the group's rows of A;
+// a group's units run down each column of N, or (snake, CKGEMM_WS_ORDER) down and up in turn.
 // Also the rule that picks how a 16-bit call's clusters take their units (ws_fp8_rules.h's units_drawn).
 #include <cstdio>
 #include <map>
@@ -18,7 +19,7 @@
 using namespace ckgemm::ws;
 
 template <int BN, bool McastB, int BM>
-void check_cover(const std::vector<int>& sizes, int n) {
+void check_cover(const std::vector<int>& sizes, int n, bool snake) {
   const int groups = static_cast<int>(sizes.size()), n_blocks = (n + BN - 1) / BN;
   std::vector<int> row_start(groups + 1, 0), unit_start(groups + 1, 0);
   long long expected = 0;
@@ -29,8 +30,19 @@ void check_cover(const std::vector<int>& sizes, int n) {
   }
   std::map<std::tuple<int, int, int>, int> seen;
   for (int u = 0; u < unit_start[groups]; ++u) {
-    const Tile t0 = decode_unit<BN, McastB, BM>(row_start.data(), unit_start.data(), groups, u, 0);
-    const Tile t1 = decode_unit<BN, McastB, BM>(row_start.data(), unit_start.data(), groups, u, 1);
+    const Tile t0 = decode_unit<BN, McastB, BM>(row_start.data(), unit_start.data(), groups, u, 0, snake);
+    const Tile t1 = decode_unit<BN, McastB, BM>(row_start.data(), unit_start.data(), groups, u, 1, snake);
+    if (u > unit_start[t0.g]) {  // the unit before, in the same group: the next M-block down, or the column's turn
+      const Tile prev = decode_unit<BN, McastB, BM>(row_start.data(), unit_start.data(), groups, u - 1, 0, snake);
+      const int step = McastB ? 2 * BM : BM;
+      if (prev.n0 == t0.n0) {
+        const bool up = snake && (t0.n0 / (McastB ? BN : 2 * BN)) % 2 == 1;
+        CHECK_EQ(t0.m_local0, prev.m_local0 + (up ? -step : step));
+      } else {  // a new column: snake starts it where the last one ended, plain at the group's first rows
+        CHECK_EQ(t0.n0, prev.n0 + (McastB ? BN : 2 * BN));
+        CHECK_EQ(t0.m_local0, snake ? prev.m_local0 : 0);
+      }
+    }
     CHECK_EQ(t0.g, t1.g);
     CHECK(sizes[t0.g] > 0);
     CHECK_EQ(t0.m_g, sizes[t0.g]);
@@ -63,7 +75,8 @@ void check_cases(std::mt19937& rng) {
         m = kind == 0 ? 0 : kind == 1 ? 1 : kind == 2 ? kBlockM * static_cast<int>(1 + rng() % 4)
                                                       : static_cast<int>(rng() % 700);
       }
-      check_cover<BN, McastB, BM>(sizes, n);
+      check_cover<BN, McastB, BM>(sizes, n, false);
+      check_cover<BN, McastB, BM>(sizes, n, true);
     }
   }
 }
@@ -97,6 +110,12 @@ int main() {
   CHECK(l2_policies("lNn", pol));
   CHECK(pol[0] == 0x14F0000000000000ull && pol[1] == 0x1000000000000000ull && pol[2] == 0);
   for (const char* bad : {"nn", "nnnn", "nnx", "NNF", " nn"}) CHECK(!l2_policies(bad, pol));
+  // CKGEMM_WS_ORDER (ws_fp8_rules.h): plain where unset or empty, snake on request, anything else refused.
+  CHECK_EQ(snake_order(nullptr), 0);
+  CHECK_EQ(snake_order(""), 0);
+  CHECK_EQ(snake_order("plain"), 0);
+  CHECK_EQ(snake_order("snake"), 1);
+  for (const char* bad : {"Snake", "snake ", "1", "m"}) CHECK_EQ(snake_order(bad), -1);
   std::printf("test_ws_schedule: %d checks, %d failures\n", host_test::checks(), host_test::failures());
   return host_test::failures() == 0 ? 0 : 1;
 }
