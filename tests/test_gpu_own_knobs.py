@@ -1,6 +1,6 @@
 """The run-time knobs of ckgemm's own RC kernel, read at each call: CKGEMM_WS_L2, the L2 cache policies of its A
 loads, B loads and C stores (csrc/cuda/ws_fp8_rules.h's l2_policies; default nnf, C evict_first), and
-CKGEMM_WS_ORDER, the order of a group's units (snake_order; default plain). Every value gives the bits of the
+CKGEMM_WS_ORDER, the order of a group's units (unit_order; default plain; in bands of rows or not). Every value gives the bits of the
 plain form (no hint; plain order), on 16-bit, fp8 and int8 packed RC calls through the own tiles (NaN-poisoned
 outputs, each also checked against the harness reference; whole m64 blocks take the hinted 16-byte stores,
 partial ones the plain stores), and an unknown value refuses the call without writing. CUTLASS only."""
@@ -23,10 +23,10 @@ FORMS = {"bf16": (torch.bfloat16, torch.bfloat16, "ws_128x256x64_c1x2"),
 # whole M-blocks (the 256-wide pairs' tiles whole too; the 192-wide tile still has a partial N tile)
 CASES = [([0, 1, 65, 129, 300, 1000], 1280, 1024), ([256, 512], 512, 384)]
 # each knob's values, the first the plain form; "": unset, the default
-KNOBS = {"CKGEMM_WS_L2": ["nnn", "", "lff", "NlN", "fnl"], "CKGEMM_WS_ORDER": ["plain", "", "snake"]}
+KNOBS = {"CKGEMM_WS_L2": ["nnn", "", "lff", "NlN", "fnl"], "CKGEMM_WS_ORDER": ["plain", "", "snake", "plain:3", "snake:2", "snake:1"]}
 # an unknown value of each knob, and what the refusal says
 REFUSED = [("CKGEMM_WS_L2", v, "CKGEMM_WS_L2 must be three letters of n, N, f, l") for v in ("nn", "nnx", "NNF")] + \
-          [("CKGEMM_WS_ORDER", v, "CKGEMM_WS_ORDER must be plain") for v in ("Snake", "1")]
+          [("CKGEMM_WS_ORDER", v, "CKGEMM_WS_ORDER must be plain") for v in ("Snake", "1", "snake:0", "plain:")]
 
 
 @pytest.mark.parametrize("knob", KNOBS)

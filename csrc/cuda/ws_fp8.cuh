@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
         else return rank == 0 ? publish_unit(s.units, p.counter, step++) : read_unit(s.units, step++, true, 1u, 0);
       };
       for (int u = Dyn ? next(0) : cluster; u < units; u = next(u)) {
-        const Tile t = decode<BN, McastB>(s, p.groups, u, rank, p.snake);
+        const Tile t = decode<BN, McastB>(s, p.groups, u, rank, p.snake, p.band);
         for (int kb = 0; kb < k_blocks; ++kb) {
           Barrier::wait(&s.empty[stage], phase ^ 1);
           if (warp == 0) {
@@ -164,11 +164,11 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
     read_next();
     Tile t_next{};
     if (!Dyn && cluster < units) {
-      t_next = decode<BN, McastB>(s, p.groups, cluster, rank, p.snake);
+      t_next = decode<BN, McastB>(s, p.groups, cluster, rank, p.snake, p.band);
       if constexpr (kScaleTma) fetch_b(t_next, 0);
     }
     for (int u = Dyn ? u_next : cluster; u < units; u = next(u)) {
-      const Tile t = Dyn ? decode<BN, McastB>(s, p.groups, u, rank, p.snake) : t_next;
+      const Tile t = Dyn ? decode<BN, McastB>(s, p.groups, u, rank, p.snake, p.band) : t_next;
       if constexpr (kScaleTma) {  // this tile's copies landed (each thread's, then all of the warp group's), and
         // every thread is past the last tile's reads of the other buffer, which the next tile's copies now fill
         asm volatile("cp.async.wait_all;" ::: "memory");
@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
       // The next tile and its B scales: here (CKGEMM_WS_AHEAD 1), or under the first k-block's wgmmas (2).
       auto ahead = [&] {
         if (!Dyn && u + clusters < units) {
-          t_next = decode<BN, McastB>(s, p.groups, u + clusters, rank, p.snake);
+          t_next = decode<BN, McastB>(s, p.groups, u + clusters, rank, p.snake, p.band);
           if constexpr (kScaleTma) fetch_b(t_next, cur ^ 1);
         }
       };

@@ -161,9 +161,8 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
   p.l2_a = pol[0];
   p.l2_b = pol[1];
   p.l2_c = pol[2];
-  p.snake = snake_order(std::getenv("CKGEMM_WS_ORDER"));
-  if (p.snake < 0) {
-    *why = "CKGEMM_WS_ORDER must be plain (the default) or snake";
+  if (!unit_order(std::getenv("CKGEMM_WS_ORDER"), &p.snake, &p.band)) {
+    *why = "CKGEMM_WS_ORDER must be plain (the default) or snake, each optionally :H (bands of H rows of tiles, 1-4096)";
     return cudaErrorInvalidValue;
   }
   constexpr int64_t eb = in_bytes(I);

@@ -81,11 +81,22 @@ inline bool l2_policies(const char* value, uint64_t pol[3]) {
 
 // The order of a group's units in the RC kernel (ws_fp8_schedule.h's decode_unit) from CKGEMM_WS_ORDER (value: the
 // variable, or null where unset): "plain" (unset or empty too) runs each column of N down the group's M-blocks;
-// "snake" runs every other column up, so that the units in flight at a column's turn read the A rows that the
-// last ones read (an LRU cache that cannot hold a group's whole A keeps them). 0 plain, 1 snake, -1 any other value.
-inline int snake_order(const char* value) {
+// "snake" runs every other column up, so that the units in flight at a column's turn read the A rows that the last
+// ones read; either with ":H" (H 1-4096) runs bands of H rows of units (M-blocks, or McastB's pairs of them), each
+// band's every column before the next band. Sets snake (0 or 1) and band (0: the whole group); false for any other
+// value.
+inline bool unit_order(const char* value, int* snake, int* band) {
   const std::string v = value == nullptr ? "" : value;
-  return v.empty() || v == "plain" ? 0 : v == "snake" ? 1 : -1;
+  const size_t colon = v.find(':');
+  const std::string name = v.substr(0, colon);
+  if (!(v.empty() || name == "plain" || name == "snake")) return false;
+  *snake = name == "snake" ? 1 : 0;
+  *band = 0;
+  if (colon == std::string::npos) return true;
+  const std::string h = v.substr(colon + 1);
+  if (h.empty() || h.size() > 4 || h.find_first_not_of("0123456789") != std::string::npos) return false;
+  *band = std::stoi(h);
+  return *band >= 1 && *band <= 4096;
 }
 
 }  // namespace ckgemm::ws

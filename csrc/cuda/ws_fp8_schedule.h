@@ -42,19 +42,26 @@ struct Tile {
 };
 
 // The tile of cluster rank `rank` (0 or 1) in unit u, from the prefix sums of rows and units per group. A group's
-// units run down its M-blocks (pairs of them for McastB) one column of N at a time; with `snake` every other
-// column runs up instead, so that the A rows read last are the first read again (CKGEMM_WS_ORDER,
-// ws_fp8_rules.h's snake_order).
+// units run down its M-blocks (pairs of them for McastB) one column of N at a time. With `band` > 0 they run so
+// within bands of that many rows of units (the last band of a group may be shorter), a band's every column
+// before the next band: a band's A stays in L2 while B is read once per band. With `snake` every other column
+// runs up instead, so that the A rows read last are the first read again (CKGEMM_WS_ORDER, ws_fp8_rules.h's
+// unit_order).
 template <int BN, bool McastB, int BM = kBlockM>
 CKGEMM_WS_HD Tile decode_unit(const int* row_start, const int* unit_start, int groups, int u, int rank,
-                              bool snake = false) {
+                              bool snake = false, int band = 0) {
   Tile t;
   t.g = group_of(unit_start, groups, u);
   const int local = u - unit_start[t.g];
   t.m_g = row_start[t.g + 1] - row_start[t.g];
   const int m_blocks = (t.m_g + BM - 1) / BM;
   const int down = McastB ? (m_blocks + 1) / 2 : m_blocks;  // units in one column
-  const int col = local / down, row = snake && (col & 1) ? down - 1 - local % down : local % down;
+  const int cols = (unit_start[t.g + 1] - unit_start[t.g]) / down;
+  const int h = band > 0 && band < down ? band : down;      // a band's rows of units
+  const int b = local / (h * cols), in_band = local - b * h * cols;
+  const int hb = down - b * h < h ? down - b * h : h;       // this band's rows
+  const int col = in_band / hb, r = in_band % hb;
+  const int row = b * h + (snake && (col & 1) ? hb - 1 - r : r);
   int mb, nb;
   if (McastB) {
     mb = 2 * row + rank;

@@ -67,7 +67,7 @@ struct Params {
   // L2 cache policies of A's and B's TMA loads and C's 16-byte stores (CKGEMM_WS_L2, ws_fp8_rules.h's
   // l2_policies): 0 is no hint, the plain instruction.
   uint64_t l2_a, l2_b, l2_c;
-  int snake;  // the order of a group's units (CKGEMM_WS_ORDER, ws_fp8_rules.h's snake_order): 1 every other column up
+  int snake, band;  // the order of a group's units (CKGEMM_WS_ORDER, ws_fp8_rules.h's unit_order)
 };
 
 template <int BN, bool McastB>

@@ -76,8 +76,8 @@ __device__ void build_table(S& s, const P& p, int n_blocks) {
 }
 
 template <int BN, bool McastB, int BM = kBlockM, class S>
-__device__ __forceinline__ Tile decode(const S& s, int groups, int u, int rank, bool snake = false) {
-  return decode_unit<BN, McastB, BM>(s.row_start, s.unit_start, groups, u, rank, snake);
+__device__ __forceinline__ Tile decode(const S& s, int groups, int u, int rank, bool snake = false, int band = 0) {
+  return decode_unit<BN, McastB, BM>(s.row_start, s.unit_start, groups, u, rank, snake, band);
 }
 
 }  // namespace ckgemm::ws

@@ -4,8 +4,10 @@
 // taken exactly once across all units and both CTAs of a cluster;
 // the two CTAs of a unit share the operand they multicast (A: the same rows; B: the same group and columns);
 // rank 0's tile is always real, so a dummy is only ever a pair's overhang; rows map to the group's rows of A;
-// a group's units run down each column of N, or (snake, CKGEMM_WS_ORDER) down and up in turn.
+// a group's units come in the order CKGEMM_WS_ORDER names (down each column of N, or down and up in turn, in
+// bands of rows or not), against an enumeration written here.
 // Also the rule that picks how a 16-bit call's clusters take their units (ws_fp8_rules.h's units_drawn).
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <random>
@@ -18,8 +20,21 @@
 
 using namespace ckgemm::ws;
 
+// The order of a group's units, enumerated independently of decode_unit: bands of `band` rows of units (0: one
+// band), each band's columns in turn, each column down its rows, or up on odd columns with `snake`.
+std::vector<std::pair<int, int>> expected_order(int down, int cols, bool snake, int band) {
+  std::vector<std::pair<int, int>> order;  // (row, column) of units, in unit order
+  const int h = band > 0 && band < down ? band : down;
+  for (int b0 = 0; b0 < down; b0 += h) {
+    const int hb = std::min(h, down - b0);
+    for (int col = 0; col < cols; ++col)
+      for (int r = 0; r < hb; ++r) order.emplace_back(b0 + (snake && col % 2 == 1 ? hb - 1 - r : r), col);
+  }
+  return order;
+}
+
 template <int BN, bool McastB, int BM>
-void check_cover(const std::vector<int>& sizes, int n, bool snake) {
+void check_cover(const std::vector<int>& sizes, int n, bool snake, int band) {
   const int groups = static_cast<int>(sizes.size()), n_blocks = (n + BN - 1) / BN;
   std::vector<int> row_start(groups + 1, 0), unit_start(groups + 1, 0);
   long long expected = 0;
@@ -29,23 +44,22 @@ void check_cover(const std::vector<int>& sizes, int n, bool snake) {
     expected += static_cast<long long>((sizes[g] + BM - 1) / BM) * n_blocks;
   }
   std::map<std::tuple<int, int, int>, int> seen;
+  std::vector<std::pair<int, int>> order;
   for (int u = 0; u < unit_start[groups]; ++u) {
-    const Tile t0 = decode_unit<BN, McastB, BM>(row_start.data(), unit_start.data(), groups, u, 0, snake);
-    const Tile t1 = decode_unit<BN, McastB, BM>(row_start.data(), unit_start.data(), groups, u, 1, snake);
-    if (u > unit_start[t0.g]) {  // the unit before, in the same group: the next M-block down, or the column's turn
-      const Tile prev = decode_unit<BN, McastB, BM>(row_start.data(), unit_start.data(), groups, u - 1, 0, snake);
-      const int step = McastB ? 2 * BM : BM;
-      if (prev.n0 == t0.n0) {
-        const bool up = snake && (t0.n0 / (McastB ? BN : 2 * BN)) % 2 == 1;
-        CHECK_EQ(t0.m_local0, prev.m_local0 + (up ? -step : step));
-      } else {  // a new column: snake starts it where the last one ended, plain at the group's first rows
-        CHECK_EQ(t0.n0, prev.n0 + (McastB ? BN : 2 * BN));
-        CHECK_EQ(t0.m_local0, snake ? prev.m_local0 : 0);
-      }
-    }
+    const Tile t0 = decode_unit<BN, McastB, BM>(row_start.data(), unit_start.data(), groups, u, 0, snake, band);
+    const Tile t1 = decode_unit<BN, McastB, BM>(row_start.data(), unit_start.data(), groups, u, 1, snake, band);
     CHECK_EQ(t0.g, t1.g);
     CHECK(sizes[t0.g] > 0);
     CHECK_EQ(t0.m_g, sizes[t0.g]);
+    if (u == unit_start[t0.g]) {  // the group's first unit: its order
+      const int m_blocks = (sizes[t0.g] + BM - 1) / BM;
+      order = McastB ? expected_order((m_blocks + 1) / 2, n_blocks, snake, band)
+                     : expected_order(m_blocks, (n_blocks + 1) / 2, snake, band);
+      CHECK_EQ(static_cast<int>(order.size()), unit_start[t0.g + 1] - unit_start[t0.g]);
+    }
+    const auto [row, col] = order[u - unit_start[t0.g]];
+    CHECK_EQ(t0.m_local0, (McastB ? 2 * row : row) * BM);
+    CHECK_EQ(t0.n0, (McastB ? col : 2 * col) * BN);
     if (McastB) {  // B shared: same columns, consecutive M-blocks
       CHECK_EQ(t0.n0, t1.n0);
       CHECK_EQ(t1.m_local0, t0.m_local0 + BM);
@@ -75,8 +89,8 @@ void check_cases(std::mt19937& rng) {
         m = kind == 0 ? 0 : kind == 1 ? 1 : kind == 2 ? kBlockM * static_cast<int>(1 + rng() % 4)
                                                       : static_cast<int>(rng() % 700);
       }
-      check_cover<BN, McastB, BM>(sizes, n, false);
-      check_cover<BN, McastB, BM>(sizes, n, true);
+      for (const bool snake : {false, true})
+        for (const int band : {0, 1, 3, 16}) check_cover<BN, McastB, BM>(sizes, n, snake, band);
     }
   }
 }
@@ -110,12 +124,22 @@ int main() {
   CHECK(l2_policies("lNn", pol));
   CHECK(pol[0] == 0x14F0000000000000ull && pol[1] == 0x1000000000000000ull && pol[2] == 0);
   for (const char* bad : {"nn", "nnnn", "nnx", "NNF", " nn"}) CHECK(!l2_policies(bad, pol));
-  // CKGEMM_WS_ORDER (ws_fp8_rules.h): plain where unset or empty, snake on request, anything else refused.
-  CHECK_EQ(snake_order(nullptr), 0);
-  CHECK_EQ(snake_order(""), 0);
-  CHECK_EQ(snake_order("plain"), 0);
-  CHECK_EQ(snake_order("snake"), 1);
-  for (const char* bad : {"Snake", "snake ", "1", "m"}) CHECK_EQ(snake_order(bad), -1);
+  // CKGEMM_WS_ORDER (ws_fp8_rules.h): plain where unset or empty, snake on request, either in bands of 1-4096;
+  // anything else refused.
+  auto order_of = [](const char* v) {
+    int snake = -1, band = -1;
+    return unit_order(v, &snake, &band) ? snake * 10000 + band : -1;
+  };
+  CHECK_EQ(order_of(nullptr), 0);
+  CHECK_EQ(order_of(""), 0);
+  CHECK_EQ(order_of("plain"), 0);
+  CHECK_EQ(order_of("snake"), 10000);
+  CHECK_EQ(order_of("plain:16"), 16);
+  CHECK_EQ(order_of("snake:1"), 10001);
+  CHECK_EQ(order_of("snake:4096"), 14096);
+  for (const char* bad : {"Snake", "snake ", "1", "m", ":16", "snake:", "snake:0", "snake:4097", "plain:x",
+                          "plain:-1", "snake:16:2", "snake:99999"})
+    CHECK_EQ(order_of(bad), -1);
   std::printf("test_ws_schedule: %d checks, %d failures\n", host_test::checks(), host_test::failures());
   return host_test::failures() == 0 ? 0 : 1;
 }
