@@ -23,7 +23,8 @@ FORMS = {"bf16": (torch.bfloat16, torch.bfloat16, "ws_128x256x64_c1x2"),
 # whole M-blocks (the 256-wide pairs' tiles whole too; the 192-wide tile still has a partial N tile)
 CASES = [([0, 1, 65, 129, 300, 1000], 1280, 1024), ([256, 512], 512, 384)]
 # each knob's values, the first the plain form; "": unset, the default
-KNOBS = {"CKGEMM_WS_L2": ["nnn", "", "lff", "NlN", "fnl"], "CKGEMM_WS_ORDER": ["plain", "", "snake", "plain:3", "snake:2", "snake:1"]}
+KNOBS = {"CKGEMM_WS_L2": ["nnn", "", "lff", "NlN", "fnl"],
+         "CKGEMM_WS_ORDER": ["plain", "", "snake", "plain:3", "snake:2", "snake:1"]}
 # an unknown value of each knob, and what the refusal says
 REFUSED = [("CKGEMM_WS_L2", v, "CKGEMM_WS_L2 must be three letters of n, N, f, l") for v in ("nn", "nnx", "NNF")] + \
           [("CKGEMM_WS_ORDER", v, "CKGEMM_WS_ORDER must be plain") for v in ("Snake", "1", "snake:0", "plain:")]
