@@ -178,7 +178,7 @@ def main() -> int:
     p.add_argument("--dtype", default="bf16,fp16",
                    help="bf16, fp16, fp8, fp8-row and/or fp8-block (default bf16,fp16)")
     p.add_argument("--instances", type=lambda v: v.split(","), default=None,
-                   help="time only these instances (comma-separated names, e.g. ws_256x128x64_c1x2) beside the "
+                   help="time only these instances (comma-separated names, e.g. ws_128x192x64_c1x2) beside the "
                         "rule's pick (default: every compute-bound instance of the kind)")
     args = p.parse_args()
     device = common.gpu_device(needs_native=True)

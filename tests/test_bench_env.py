@@ -78,8 +78,8 @@ def test_a_knob_that_misses_the_path_is_named(bench_env):
     """CKGEMM_CONFIG must run the named instance (else the form is not what its label says); CKGEMM_WS_L2 reaches
     only the own kernel's ws_ tiles."""
     miss = bench_env.path_miss
-    assert miss("CKGEMM_CONFIG", "ws_256x128x64_c1x2", "cutlass:ws_256x128x64_c1x2") == ""
-    assert "not the named instance" in miss("CKGEMM_CONFIG", "ws_256x128x64_c1x2", "cutlass:ws_128x256x64_c1x2")
+    assert miss("CKGEMM_CONFIG", "ws_128x192x64_c1x2", "cutlass:ws_128x192x64_c1x2") == ""
+    assert "not the named instance" in miss("CKGEMM_CONFIG", "ws_128x192x64_c1x2", "cutlass:ws_128x256x64_c1x2")
     assert miss("CKGEMM_WS_L2", "nnf", "cutlass:ws_128x192x128_c1x2") == ""
     assert "takes no L2 policy" in miss("CKGEMM_WS_L2", "nnf", "cutlass:coop_128x256x128_c1x2")
     assert miss("CKGEMM_OTHER", "x", "torch") == ""
