@@ -1,5 +1,5 @@
 """ckgemm's own grouped kernel (csrc/cuda/ws_fp8.cuh) on bf16 and fp16 operands: packed RC calls, its 128x256 and
-128x192 tiles forced with CKGEMM_CONFIG, checked against the harness reference with NaN-poisoned outputs (tile
+128x192 tiles (the 128x256 also in clusters of four, 2x2) forced with CKGEMM_CONFIG, checked against the harness reference with NaN-poisoned outputs (tile
 edges of its warp groups' 64-row halves, empty groups, a partial last k-block, N past the last tile pair, odd N
 through the scalar store), against CUTLASS's cooperative tile of the same width bit for bit (the same k16
 wgmmas summed in the same order into fp32, rounded once), with its units drawn in turn (CKGEMM_WS_UNITS=dynamic,
@@ -21,7 +21,7 @@ from support import generator, poison, rand_tensor
 
 pytestmark = MARKS + [pytest.mark.skipif(NATIVE != "cutlass", reason="ckgemm's own kernel is CUDA (sm_90a)")]
 
-TILES = {"256": "ws_128x256x64_c1x2", "192": "ws_128x192x64_c1x2"}
+TILES = {"256": "ws_128x256x64_c1x2", "192": "ws_128x192x64_c1x2", "256q": "ws_128x256x64_c2x2"}
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 # rows around a warp group's 64 and a tile's 128 (a half with none of its group's rows skips its wgmmas), empty
@@ -54,9 +54,9 @@ def test_own_16bit_kernel_matches_the_reference(case, dtype, tile):
 @pytest.mark.parametrize("dtype", DTYPES, ids=list(DTYPES))
 def test_own_16bit_kernel_gives_cutlass_bits(dtype, tile):
     """Both sum the same k16 wgmmas in K order into fp32 and round once: the same bits, rows of every group."""
-    sizes, n, k = [0, 1, 65, 129, 300, 1000], 2 * int(tile) + 64, 2888
+    sizes, n, k = [0, 1, 65, 129, 300, 1000], 2 * int(tile[:3]) + 64, 2888
     _, _, _, ours = _call(sizes, n, k, DTYPES[dtype], f"own16-bits-{dtype}", TILES[tile])
-    theirs_config = TILES[tile].replace("ws_", "coop_")
+    theirs_config = TILES[tile].replace("ws_", "coop_").replace("_c2x2", "_c1x2")  # a quad: the pair's tile
     _, _, _, theirs = _call(sizes, n, k, DTYPES[dtype], f"own16-bits-{dtype}", theirs_config)
     assert _paths() == {f"cutlass:{theirs_config}"}, ckgemm.last_dispatch()
     assert not ours.isnan().any()

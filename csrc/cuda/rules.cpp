@@ -155,7 +155,7 @@ int rank_for(const Spec& s, int64_t m, int64_t n, int64_t groups) {
   if (small_tile) return 3;
   if (wide16 && s.tm == 128) {
     const bool width_fits = (s.tn == 192) == narrow_16bit_fits(n);
-    if (s.schedule.packed_only) return width_fits && own_16bit_fits(m) ? -1 : 3;
+    if (s.schedule.packed_only) return width_fits && own_16bit_fits(m) && s.cm == 1 ? -1 : 3;  // 2x2: forced only
     if (s.tn == 192) return width_fits ? 0 : 2;
   }
   if (s.tn == 192 && pads_over_5pct(n, 192)) return 1;

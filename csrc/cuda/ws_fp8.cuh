@@ -52,12 +52,13 @@ namespace ckgemm::ws {
 // shared memory once per tile, and the k-loop reads B's before the full-barrier wait and A's before wgmma.fence.
 // (Consumers reading the scales from global two k-blocks ahead, and TMA boxes of four k-blocks' scales with the
 // stage's operands, were measured and removed: docs/PERF_2026-12-02.md.)
-template <int BN, bool McastB, Recipe R, class Out, int Feed, In I = In::E4M3, bool Dyn = false>
+template <int BN, bool McastB, Recipe R, class Out, int Feed, In I = In::E4M3, bool Dyn = false, bool Quad = false>
 __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_constant__ Params p) {
-  using Cfg = Config<BN, McastB>;
+  using Cfg = Config<BN, McastB, Quad>;
   static_assert(Feed == kFeedWarp || Feed == kFeedTma, "scale feed: kFeedWarp or kFeedTma");
   static_assert(I == In::E4M3 || R == Recipe::None, "16-bit and int8 operands: unscaled only");
-  static_assert(!Dyn || (in_bytes(I) == 2 && !McastB), "dynamic units (ws_units.cuh): 16-bit A-multicast pairs");
+  static_assert(!Dyn || (in_bytes(I) == 2 && !McastB && !Quad), "dynamic units (ws_units.cuh): 16-bit A-multicast pairs");
+  static_assert(!Quad || (in_bytes(I) == 2 && !McastB), "clusters of four: 16-bit operands, A and B both multicast");
   static_assert(CKGEMM_WS_AHEAD == 1 || I == In::E4M3, "CKGEMM_WS_AHEAD 2: fp8 only (the direct k-loop never calls ahead)");
   constexpr bool kScaleWarp = R == Recipe::Block && Feed == kFeedWarp;
   constexpr bool kScaleTma = R == Recipe::Block && Feed == kFeedTma;
@@ -73,15 +74,16 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
   if (tid == 0) {
     for (int i = 0; i < kStages; ++i) {
       Barrier::init(&s.full[i], kScaleWarp ? 1 + 32 : 1);  // the TMA thread (+ the scale warp's lanes)
-      Barrier::init(&s.empty[i], 16);  // each consumer warp of both CTAs
+      Barrier::init(&s.empty[i], 8 * Cfg::kPeers);  // each consumer warp of the CTAs its loads land in
     }
     if constexpr (Dyn) init_units(s.units);
     cutlass::arch::fence_barrier_init();
   }
-  build_table<McastB>(s, p, n_blocks);
+  build_table<McastB, kBlockM, Quad>(s, p, n_blocks);
   cute::cluster_arrive_relaxed();
   cute::cluster_wait();
-  const int units = s.unit_start[p.groups], cluster = blockIdx.x / 2, clusters = gridDim.x / 2;
+  const int units = s.unit_start[p.groups], cluster = blockIdx.x / Cfg::kCtas, clusters = gridDim.x / Cfg::kCtas;
+  auto tile_of = [&](int u) { return decode<BN, McastB, kBlockM, Quad>(s, p.groups, u, rank); };
 
   if (warp_group == 0) {  // producer: warp 0 issues TMA, warp 1 copies block scales
     cutlass::arch::warpgroup_reg_dealloc<Cfg::kProducerRegs>();
@@ -94,7 +96,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
         else return rank == 0 ? publish_unit(s.units, p.counter, step++) : read_unit(s.units, step++, true, 1u, 0);
       };
       for (int u = Dyn ? next(0) : cluster; u < units; u = next(u)) {
-        const Tile t = decode<BN, McastB>(s, p.groups, u, rank);
+        const Tile t = tile_of(u);
         for (int kb = 0; kb < k_blocks; ++kb) {
           Barrier::wait(&s.empty[stage], phase ^ 1);
           if (warp == 0) {
@@ -102,7 +104,13 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
             const int k0 = kb * kBlockK;
             if constexpr (kScaleTma)  // A's scales of k-block kb, from row0 rounded down to 4 (16-byte aligned)
               bulk_load(s.sa[stage], p.sa + kb * p.sa_kb_stride + (t.row0 & ~3), kBulkScaleBytes, &s.full[stage]);
-            if constexpr (McastB) {
+            if constexpr (Quad) {  // A's rows of N-rank nr into both CTAs of the M-block, B's of M-rank mr likewise
+              const int mr = rank & 1, nr = rank >> 1;
+              tma_load(&p.tma_a, &s.full[stage], s.a[stage] + nr * Cfg::kRowsA * kBlockK, k0, t.row0 + nr * Cfg::kRowsA,
+                       0, false, true, p.l2_a, static_cast<uint16_t>(0x5 << mr));
+              tma_load(&p.tma_b, &s.full[stage], s.b[stage] + mr * Cfg::kRowsB * kBlockK, k0, t.n0 + mr * Cfg::kRowsB,
+                       t.g, true, true, p.l2_b, static_cast<uint16_t>(0x3 << (2 * nr)));
+            } else if constexpr (McastB) {
               tma_load(&p.tma_a, &s.full[stage], s.a[stage], k0, t.row0, 0, false, false, p.l2_a);
               tma_load(&p.tma_b, &s.full[stage], s.b[stage] + rank * Cfg::kRowsB * kBlockK, k0,
                        t.n0 + rank * Cfg::kRowsB, t.g, true, true, p.l2_b);
@@ -164,11 +172,11 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
     read_next();
     Tile t_next{};
     if (!Dyn && cluster < units) {
-      t_next = decode<BN, McastB>(s, p.groups, cluster, rank);
+      t_next = tile_of(cluster);
       if constexpr (kScaleTma) fetch_b(t_next, 0);
     }
     for (int u = Dyn ? u_next : cluster; u < units; u = next(u)) {
-      const Tile t = Dyn ? decode<BN, McastB>(s, p.groups, u, rank) : t_next;
+      const Tile t = Dyn ? tile_of(u) : t_next;
       if constexpr (kScaleTma) {  // this tile's copies landed (each thread's, then all of the warp group's), and
         // every thread is past the last tile's reads of the other buffer, which the next tile's copies now fill
         asm volatile("cp.async.wait_all;" ::: "memory");
@@ -179,7 +187,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
       // The next tile and its B scales: here (CKGEMM_WS_AHEAD 1), or under the first k-block's wgmmas (2).
       auto ahead = [&] {
         if (!Dyn && u + clusters < units) {
-          t_next = decode<BN, McastB>(s, p.groups, u + clusters, rank);
+          t_next = tile_of(u + clusters);
           if constexpr (kScaleTma) fetch_b(t_next, cur ^ 1);
         }
       };
@@ -191,7 +199,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
       if (skip) {
         for (int kb = 0; kb < k_blocks; ++kb) {
           Barrier::wait(&s.full[stage], phase);
-          if (lane < 2) Barrier::arrive(&s.empty[stage], lane, 1);  // lane 0 here, lane 1 the other CTA
+          release<Cfg::kPeers>(&s.empty[stage], lane, rank);
           if (++stage == kStages) { stage = 0; phase ^= 1; }
         }
         read_next();
@@ -202,7 +210,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0;
       if constexpr (I != In::E4M3) {  // 16-bit and int8: no promotion
-        k_loop_direct<BN, I>(s, acc, a_lo0 + 0, b_lo0 + 0, k_blocks, stage, phase, lane);
+        k_loop_direct<BN, I, Cfg::kPeers>(s, acc, a_lo0 + 0, b_lo0 + 0, k_blocks, stage, phase, lane, rank);
       } else {
         // The k-loop, instantiated per position of the B scale block boundary in the tile (a compile-time kSplit,
         // as DeepGEMM dispatches it) rather than branching on it in every k-block's promotion.

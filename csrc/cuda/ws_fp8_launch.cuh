@@ -5,6 +5,7 @@
 
 #include <cuda.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -70,18 +71,18 @@ inline int units_mode() {
 // Whether a call's clusters draw their units from a counter (ws_units.cuh): kCanDraw, the kernels with that form
 // (16-bit, A multicast; fp8 and int8 instantiate the stride only), where units_drawn says so; the others take
 // every clusters-th unit.
-template <In I, bool McastB>
-constexpr bool kCanDraw = in_bytes(I) == 2 && !McastB;
-template <In I, bool McastB>
+template <In I, bool McastB, bool Quad = false>
+constexpr bool kCanDraw = in_bytes(I) == 2 && !McastB && !Quad;
+template <In I, bool McastB, bool Quad = false>
 bool draws_units(const PackedArgs& c) {
-  return kCanDraw<I, McastB> && units_drawn(units_mode(), c.rows, c.groups);
+  return kCanDraw<I, McastB, Quad> && units_drawn(units_mode(), c.rows, c.groups);
 }
 
 // Device workspace a call needs: kFeedTma's MN-major copy of A's block scales (ws_fp8_scales.cuh), the unit
 // counter of a call that draws its units (16 bytes), else none.
-template <Recipe R, In I = In::E4M3, bool McastB = false>
+template <Recipe R, In I = In::E4M3, bool McastB = false, bool Quad = false>
 size_t workspace_bytes(const PackedArgs& c, int feed) {
-  if (in_bytes(I) == 2) return draws_units<I, McastB>(c) ? 16 : 0;
+  if (in_bytes(I) == 2) return draws_units<I, McastB, Quad>(c) ? 16 : 0;
   if (R != Recipe::Block || feed != kFeedTma) return 0;
   return static_cast<size_t>(mn_major_floats(c.rows, (c.k + kBlockK - 1) / kBlockK)) * sizeof(float);
 }
@@ -108,10 +109,12 @@ inline int pair_grid(int64_t units, int sm_count) {
   return static_cast<int>(2 * (units < clusters ? units : clusters));
 }
 
-// A launch of `grid` CTAs of `threads` in clusters of two (attr: the caller's storage for the cluster attribute).
-inline cudaLaunchConfig_t pair_config(int grid, int threads, size_t smem, cudaStream_t stream, cudaLaunchAttribute* attr) {
+// A launch of `grid` CTAs of `threads` in clusters of `ctas` (two by default; attr: the caller's storage for the
+// cluster attribute).
+inline cudaLaunchConfig_t pair_config(int grid, int threads, size_t smem, cudaStream_t stream, cudaLaunchAttribute* attr,
+                                      int ctas = 2) {
   attr->id = cudaLaunchAttributeClusterDimension;
-  attr->val.clusterDim.x = 2;
+  attr->val.clusterDim.x = ctas;
   attr->val.clusterDim.y = 1;
   attr->val.clusterDim.z = 1;
   cudaLaunchConfig_t config{};
@@ -127,16 +130,16 @@ inline cudaLaunchConfig_t pair_config(int grid, int threads, size_t smem, cudaSt
 // An instantiation of the kernel, with its dynamic shared memory limit raised (once per instantiation) and the
 // error of that.
 using KernelFn = void (*)(Params);
-template <int BN, bool McastB, Recipe R, class Out, int Feed, In I, bool Dyn>
+template <int BN, bool McastB, Recipe R, class Out, int Feed, In I, bool Dyn, bool Quad = false>
 std::pair<KernelFn, cudaError_t> kernel_ready() {
-  constexpr KernelFn kernel = grouped_fp8_kernel<BN, McastB, R, Out, Feed, I, Dyn>;
+  constexpr KernelFn kernel = grouped_fp8_kernel<BN, McastB, R, Out, Feed, I, Dyn, Quad>;
   static const cudaError_t raised = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                          static_cast<int>(sizeof(Smem<BN, McastB>)));
   return {kernel, raised};
 }
 
 // I: the operands' element (the kernel reads them as bytes: K, lda, ldb and B's group stride are scaled to bytes).
-template <int BN, bool McastB, Recipe R, class Out, In I = In::E4M3>
+template <int BN, bool McastB, Recipe R, class Out, In I = In::E4M3, bool Quad = false>
 cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t workspace_size, int sm_count,
                    cudaStream_t stream, std::string* why) {
   if (R == Recipe::Block && feed != kFeedWarp && feed != kFeedTma) {
@@ -147,7 +150,7 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
     *why = "CKGEMM_WS_UNITS must be auto (the default), dynamic or static";
     return cudaErrorInvalidValue;
   }
-  const size_t needed = workspace_bytes<R, I, McastB>(c, feed);
+  const size_t needed = workspace_bytes<R, I, McastB, Quad>(c, feed);
   if (needed > 0 && (workspace_size < needed || reinterpret_cast<uintptr_t>(workspace) % 16 != 0)) {
     *why = "workspace too small or not 16-byte aligned (the block scales' MN-major copy, or a 16-bit call's unit counter)";
     return cudaErrorInvalidValue;
@@ -169,7 +172,7 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
   // One group: B's group stride is never followed (it may be 0), but the tensor map wants a real one.
   const int64_t b_group_stride = c.groups > 1 ? c.b_group_stride : c.n * c.ldb;
   const cuuint64_t strides_b[2] = {static_cast<cuuint64_t>(c.ldb * eb), static_cast<cuuint64_t>(b_group_stride * eb)};
-  using Cfg = Config<BN, McastB>;
+  using Cfg = Config<BN, McastB, Quad>;
   const cuuint32_t box_a[2] = {kBlockK, Cfg::kRowsA}, box_b[3] = {kBlockK, Cfg::kRowsB, 1};
   if (!encode(&p.tma_a, c.a, 2, dims_a, strides_a, box_a) || !encode(&p.tma_b, c.b, 3, dims_b, strides_b, box_b)) {
     *why = "cuTensorMapEncodeTiled refused the operands";
@@ -187,12 +190,12 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
   p.sb_stride = c.sb_group_stride;
   // Units drawn or by stride (draws_units). Only block-scaled calls have a second feed (the other recipes
   // instantiate kFeedWarp's kernel alone).
-  const bool dynamic = draws_units<I, McastB>(c);
+  const bool dynamic = draws_units<I, McastB, Quad>(c);
   constexpr int kTmaFeed = R == Recipe::Block ? kFeedTma : kFeedWarp;
   const bool tma_feed = R == Recipe::Block && feed == kFeedTma;
-  const auto [kernel, raised] = tma_feed  ? kernel_ready<BN, McastB, R, Out, kTmaFeed, I, false>()
-                                : dynamic ? kernel_ready<BN, McastB, R, Out, kFeedWarp, I, kCanDraw<I, McastB>>()
-                                          : kernel_ready<BN, McastB, R, Out, kFeedWarp, I, false>();
+  const auto [kernel, raised] = tma_feed  ? kernel_ready<BN, McastB, R, Out, kTmaFeed, I, false, Quad>()
+                                : dynamic ? kernel_ready<BN, McastB, R, Out, kFeedWarp, I, kCanDraw<I, McastB, Quad>, Quad>()
+                                          : kernel_ready<BN, McastB, R, Out, kFeedWarp, I, false, Quad>();
   if (raised != cudaSuccess) {
     *why = std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(raised);
     return raised;
@@ -200,10 +203,23 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
   // Clusters of two, at most one CTA per SM, no more than the units the call can have (an upper bound from
   // the host-side sizes: sum over groups of ceil(M_g / 128) <= rows / 128 + G).
   const int64_t n_blocks = (c.n + BN - 1) / BN;
-  const int64_t units = McastB ? (c.rows / (2 * kBlockM) + c.groups) * n_blocks
-                               : (c.rows / kBlockM + c.groups) * ((n_blocks + 1) / 2);
+  const int64_t units = Quad     ? (c.rows / (2 * kBlockM) + c.groups) * ((n_blocks + 1) / 2)
+                        : McastB ? (c.rows / (2 * kBlockM) + c.groups) * n_blocks
+                                 : (c.rows / kBlockM + c.groups) * ((n_blocks + 1) / 2);
   cudaLaunchAttribute attr;
-  const cudaLaunchConfig_t config = pair_config(pair_grid(units, sm_count), kThreads, sizeof(Smem<BN, McastB>), stream, &attr);
+  cudaLaunchConfig_t config;
+  if constexpr (Quad) {  // clusters of four: as many as fit at once (a GPC's SMs need not divide by four)
+    const KernelFn fn = kernel;
+    static const int fit = [&] {
+      cudaLaunchConfig_t probe = pair_config(4, kThreads, sizeof(Smem<BN, McastB>), stream, &attr, 4);
+      int n = 0;
+      return cudaOccupancyMaxActiveClusters(&n, fn, &probe) == cudaSuccess && n > 0 ? n : 1;
+    }();
+    const int64_t clusters = std::min<int64_t>({units, fit, std::max(sm_count / 4, 1)});
+    config = pair_config(static_cast<int>(4 * std::max<int64_t>(clusters, 1)), kThreads, sizeof(Smem<BN, McastB>), stream, &attr, 4);
+  } else {
+    config = pair_config(pair_grid(units, sm_count), kThreads, sizeof(Smem<BN, McastB>), stream, &attr);
+  }
   // DeepGEMM's feed reads A's block scales MN-major: a copy into the workspace (from the op's caching allocator:
   // no allocation here, graph-capturable).
   if (tma_feed) {

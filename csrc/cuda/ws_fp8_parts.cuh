@@ -24,13 +24,12 @@ __device__ __forceinline__ uint32_t smem_desc_lo(const void* p) {
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 
-// A TMA load of a 2-D ([rows, k]) or 3-D ([groups, n, k]) box into this CTA, or multicast to both CTAs of
-// the cluster (each CTA's barrier at the same offset counts the bytes that land in it).
+// A TMA load of a 2-D ([rows, k]) or 3-D ([groups, n, k]) box into this CTA, or multicast to the cluster's CTAs
+// of `mask` (both of a pair by default; each CTA's barrier at the same offset counts the bytes that land in it).
 // hint: an L2 cache policy (createpolicy's 64-bit form) for the load, or 0 for none.
 __device__ __forceinline__ void tma_load(const CUtensorMap* map, uint64_t* bar, void* dst, int k0, int r0, int g,
-                                         bool three_d, bool multicast, uint64_t hint = 0) {
+                                         bool three_d, bool multicast, uint64_t hint = 0, uint16_t mask = 0x3) {
   const uint32_t d = smem_u32(dst), b = smem_u32(bar);
-  const uint16_t mask = 0x3;
   if (hint != 0) {
     if (three_d && multicast)
       asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
@@ -99,13 +98,21 @@ __device__ __forceinline__ void promote(float* acc, const float* tmp, float lo0,
   }
 }
 
+// A consumer warp's release of a stage: an arrival on the empty barrier of each CTA whose loads land in this one
+// (Peers of them, itself included: lane 0 this CTA; a pair's lane 1 the other, a quad's lanes 1 and 2 its M- and
+// N-neighbours, ranks rank ^ 1 and rank ^ 2).
+template <int Peers = 2>
+__device__ __forceinline__ void release(uint64_t* empty, int lane, int rank) {
+  if (lane < Peers) cutlass::arch::ClusterTransactionBarrier::arrive(empty, Peers == 2 ? lane : rank ^ lane, 1);
+}
+
 // The k-loop of operands that need no promotion (ws_fp8.cuh's consumers): each 128-byte k-block is four
 // m64nBNk16 (16-bit) or m64nBNk32 (int8) wgmmas straight into the accumulator (zeroed by the caller: fp32, or
 // int8's int32). One k-block's batch stays in flight while the next is issued, and a stage is released once
 // wait<1> says the batch that read it is done, as CUTLASS's mainloop keeps its MMAs going.
-template <int BN, In I, class S, class Acc>
+template <int BN, In I, int Peers = 2, class S, class Acc>
 __device__ __forceinline__ void k_loop_direct(S& s, Acc* acc, uint32_t a_lo0, uint32_t b_lo0, int k_blocks, int& stage,
-                                              uint32_t& phase, int lane) {
+                                              uint32_t& phase, int lane, int rank) {
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
   constexpr int kStages = sizeof(s.full) / sizeof(s.full[0]);
   constexpr uint32_t kDescA = sizeof(s.a[0]) / 16, kDescB = sizeof(s.b[0]) / 16;  // a stage, in descriptor units
@@ -123,14 +130,14 @@ __device__ __forceinline__ void k_loop_direct(S& s, Acc* acc, uint32_t a_lo0, ui
     cute::warpgroup_wait<1>();
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) cute::warpgroup_fence_operand(acc[i]);
-    if (held >= 0 && lane < 2) Barrier::arrive(&s.empty[held], lane, 1);  // lane r: cluster rank r's barrier
+    if (held >= 0) release<Peers>(&s.empty[held], lane, rank);
     held = stage;
     if (++stage == kStages) { stage = 0; phase ^= 1; }
   }
   cute::warpgroup_wait<0>();
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) cute::warpgroup_fence_operand(acc[i]);
-  if (held >= 0 && lane < 2) Barrier::arrive(&s.empty[held], lane, 1);
+  if (held >= 0) release<Peers>(&s.empty[held], lane, rank);
 }
 
 // fp32 to the output element (fp32, bf16 or fp16), spelled out: torch's extension build defines

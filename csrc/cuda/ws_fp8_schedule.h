@@ -20,10 +20,12 @@ constexpr int kBlockM = 128, kBlockK = 128, kThreads = 384, kMaxGroups = 1024, k
 constexpr int kMaxKBlocks = 512, kBulkScaleRows = kBlockM + 4;
 
 // Units a group of m rows makes with n_blocks tiles across N, in M-blocks of BM rows (the int8 RR kernel's
-// register-operand form takes 256).
-template <bool McastB, int BM = kBlockM>
+// register-operand form takes 256). Quad: clusters of four, two M-blocks by two N-blocks (A shared along N, B
+// along M; McastB false).
+template <bool McastB, int BM = kBlockM, bool Quad = false>
 CKGEMM_WS_HD int units_of(int m, int n_blocks) {
   const int m_blocks = (m + BM - 1) / BM;
+  if (Quad) return (m_blocks + 1) / 2 * ((n_blocks + 1) / 2);
   return McastB ? (m_blocks + 1) / 2 * n_blocks : m_blocks * ((n_blocks + 1) / 2);
 }
 
@@ -41,8 +43,9 @@ struct Tile {
   int g, m_g, m_local0, row0, n0;  // group, its rows, this CTA's first row in the group and in A, first column
 };
 
-// The tile of cluster rank `rank` (0 or 1) in unit u, from the prefix sums of rows and units per group.
-template <int BN, bool McastB, int BM = kBlockM>
+// The tile of cluster rank `rank` (0 or 1; a quad's 0-3: M-block rank & 1, N-block rank >> 1) in unit u, from the
+// prefix sums of rows and units per group.
+template <int BN, bool McastB, int BM = kBlockM, bool Quad = false>
 CKGEMM_WS_HD Tile decode_unit(const int* row_start, const int* unit_start, int groups, int u, int rank) {
   Tile t;
   t.g = group_of(unit_start, groups, u);
@@ -50,7 +53,11 @@ CKGEMM_WS_HD Tile decode_unit(const int* row_start, const int* unit_start, int g
   t.m_g = row_start[t.g + 1] - row_start[t.g];
   const int m_blocks = (t.m_g + BM - 1) / BM;
   int mb, nb;
-  if (McastB) {
+  if (Quad) {
+    const int pairs = (m_blocks + 1) / 2;
+    mb = 2 * (local % pairs) + (rank & 1);
+    nb = 2 * (local / pairs) + (rank >> 1);
+  } else if (McastB) {
     const int pairs = (m_blocks + 1) / 2;
     mb = 2 * (local % pairs) + rank;
     nb = local / pairs;

@@ -40,7 +40,9 @@ constexpr int kFeedWarp = 0, kFeedTma = 2;
 // columns that are never stored, so both CTAs keep the shared ring in step.
 // BN 256 runs each k-block as two 128-column halves (their wgmmas into one 64-register scratch, each half
 // promoted before the next starts), so its registers are BN 128's plus the wider fp32 accumulator.
-template <int BN, bool McastB>
+// Quad (16-bit only, McastB false): clusters of four CTAs, two M-blocks by two N-blocks of one group; each CTA
+// loads half of its A tile into itself and its N-neighbour and half of its B tile into itself and its M-neighbour.
+template <int BN, bool McastB, bool Quad = false>
 struct Config {
   static_assert((BN == 128 || BN == 192 || BN == 256) && BN <= kMaxTileN, "tile columns: 128, 192 or 256");
   static constexpr int kHalves = BN == 256 ? 2 : 1, kMmaN = BN / kHalves;  // columns of one wgmma
@@ -48,7 +50,9 @@ struct Config {
   static constexpr int kBytesA = kBlockM * kBlockK, kBytesB = BN * kBlockK;
   // setmaxnreg split of the 64K registers (128 x producer + 256 x consumer <= 65536)
   static constexpr int kProducerRegs = BN <= 128 ? 56 : 40, kConsumerRegs = BN <= 128 ? 224 : 232;
-  static constexpr int kRowsA = McastB ? kBlockM : kBlockM / 2, kRowsB = McastB ? BN / 2 : BN;  // rows one CTA loads
+  static constexpr int kRowsA = McastB ? kBlockM : kBlockM / 2, kRowsB = McastB || Quad ? BN / 2 : BN;  // rows one CTA loads
+  static constexpr int kCtas = Quad ? 4 : 2;  // a cluster's CTAs
+  static constexpr int kPeers = Quad ? 3 : 2;  // the CTAs (itself included) a CTA's loads land in, and that release its stages
 };
 
 struct Params {

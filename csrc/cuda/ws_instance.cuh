@@ -60,14 +60,20 @@ struct WsInstance {
                     std::is_same_v<Out, int32_t>,
                 "fp32, bf16, fp16 or (int8) int32 output");
 
+  // The cluster: 1x2 shares A, 2x1 B, 2x2 both (Quad)
+  static constexpr bool kMcastB = Spec::kClusterM == 2 && Spec::kClusterN == 1;
+  static constexpr bool kQuad = Spec::kClusterM == 2 && Spec::kClusterN == 2;
+
   static size_t bytes(int, int) { return 0; }  // list calls are refused (rules.cpp)
-  static size_t packed_bytes(const PackedArgs& p, int) { return ws::workspace_bytes<kRecipe, kIn, Spec::kClusterM == 2>(p, ws::block_feed()); }
+  static size_t packed_bytes(const PackedArgs& p, int) {
+    return ws::workspace_bytes<kRecipe, kIn, kMcastB, kQuad>(p, ws::block_feed());
+  }
 
   static Status run(const Launch& l) {
     const PackedArgs& p = *l.packed;  // the runner sends only what rules.cpp accepts: packed calls
     if (!sizes_checked(l)) return Status::BackendError;
     std::string why;
-    const cudaError_t e = ws::launch<Spec::kTileN, Spec::kClusterM == 2, kRecipe, Out, kIn>(
+    const cudaError_t e = ws::launch<Spec::kTileN, kMcastB, kRecipe, Out, kIn, kQuad>(
         p, ws::block_feed(), l.buffers->device, l.buffers->device_bytes, l.sm_count, l.stream, &why);
     return launched(l, e, why);
   }

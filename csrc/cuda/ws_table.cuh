@@ -16,7 +16,7 @@ namespace ckgemm::ws {
 // thirteenth session: 1.02-1.12x on 17 of 18 prefill pairs, docs/PERF_2026-12-03c.md).
 // S: the kernel's shared storage (row_start, unit_start, bad); P: its parameters (sizes, sizes_int64, groups,
 // rows, sizes_ok).
-template <bool McastB, int BM = kBlockM, class S, class P>
+template <bool McastB, int BM = kBlockM, bool Quad = false, class S, class P>
 __device__ void build_table(S& s, const P& p, int n_blocks) {
   const int tid = threadIdx.x;
   if (tid < 32) {
@@ -50,7 +50,7 @@ __device__ void build_table(S& s, const P& p, int n_blocks) {
       int64_t m = i < p.groups ? s.row_start[i + 1] : 0;
       bad |= m < 0;
       m = m < 0 ? 0 : m;
-      int u = units_of<McastB, BM>(static_cast<int>(m), n_blocks);
+      int u = units_of<McastB, BM, Quad>(static_cast<int>(m), n_blocks);
       for (int d = 1; d < 32; d <<= 1) {
         const int64_t mu = __shfl_up_sync(0xffffffffu, m, d);
         const int uu = __shfl_up_sync(0xffffffffu, u, d);
@@ -75,9 +75,9 @@ __device__ void build_table(S& s, const P& p, int n_blocks) {
   // sizes_ok and reports bad sizes; without it, bad sizes trap the launch (above).
 }
 
-template <int BN, bool McastB, int BM = kBlockM, class S>
+template <int BN, bool McastB, int BM = kBlockM, bool Quad = false, class S>
 __device__ __forceinline__ Tile decode(const S& s, int groups, int u, int rank) {
-  return decode_unit<BN, McastB, BM>(s.row_start, s.unit_start, groups, u, rank);
+  return decode_unit<BN, McastB, BM, Quad>(s.row_start, s.unit_start, groups, u, rank);
 }
 
 }  // namespace ckgemm::ws

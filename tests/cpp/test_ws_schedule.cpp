@@ -2,8 +2,9 @@
 // runs), checked on the host: for random group sizes (empty groups, single rows, exact tile multiples) and N,
 // every real BM x BN tile of every group (BM 128, or 256 as the int8 RR kernel's register-operand form takes) is
 // taken exactly once across all units and both CTAs of a cluster;
-// the two CTAs of a unit share the operand they multicast (A: the same rows; B: the same group and columns);
-// rank 0's tile is always real, so a dummy is only ever a pair's overhang; rows map to the group's rows of A.
+// the two CTAs of a unit share the operand they multicast (A: the same rows; B: the same group and columns), and
+// a quad's four (2 M-blocks x 2 N-blocks) share A along N (ranks r, r ^ 2) and B along M (r, r ^ 1);
+// rank 0's tile is always real, so a dummy is only ever a cluster's overhang; rows map to the group's rows of A.
 // Also the rule that picks how a 16-bit call's clusters take their units (ws_fp8_rules.h's units_drawn).
 #include <cstdio>
 #include <map>
@@ -17,24 +18,33 @@
 
 using namespace ckgemm::ws;
 
-template <int BN, bool McastB, int BM>
+template <int BN, bool McastB, int BM, bool Quad = false>
 void check_cover(const std::vector<int>& sizes, int n) {
   const int groups = static_cast<int>(sizes.size()), n_blocks = (n + BN - 1) / BN;
   std::vector<int> row_start(groups + 1, 0), unit_start(groups + 1, 0);
   long long expected = 0;
   for (int g = 0; g < groups; ++g) {
     row_start[g + 1] = row_start[g] + sizes[g];
-    unit_start[g + 1] = unit_start[g] + units_of<McastB, BM>(sizes[g], n_blocks);
+    unit_start[g + 1] = unit_start[g] + units_of<McastB, BM, Quad>(sizes[g], n_blocks);
     expected += static_cast<long long>((sizes[g] + BM - 1) / BM) * n_blocks;
   }
   std::map<std::tuple<int, int, int>, int> seen;
   for (int u = 0; u < unit_start[groups]; ++u) {
-    const Tile t0 = decode_unit<BN, McastB, BM>(row_start.data(), unit_start.data(), groups, u, 0);
-    const Tile t1 = decode_unit<BN, McastB, BM>(row_start.data(), unit_start.data(), groups, u, 1);
-    CHECK_EQ(t0.g, t1.g);
+    constexpr int kCtas = Quad ? 4 : 2;
+    Tile t[kCtas];
+    for (int r = 0; r < kCtas; ++r) t[r] = decode_unit<BN, McastB, BM, Quad>(row_start.data(), unit_start.data(), groups, u, r);
+    const Tile &t0 = t[0], &t1 = t[1];
+    for (const Tile& tr : t) CHECK_EQ(tr.g, t0.g);
     CHECK(sizes[t0.g] > 0);
     CHECK_EQ(t0.m_g, sizes[t0.g]);
-    if (McastB) {  // B shared: same columns, consecutive M-blocks
+    if (Quad) {    // ranks r and r ^ 1: one N-block, consecutive M-blocks; r and r ^ 2: one M-block, consecutive N-blocks
+      for (int r = 0; r < 2; ++r) {
+        CHECK_EQ(t[2 * r].n0, t[2 * r + 1].n0);
+        CHECK_EQ(t[2 * r + 1].m_local0, t[2 * r].m_local0 + BM);
+        CHECK_EQ(t[r].row0, t[r + 2].row0);
+        CHECK_EQ(t[r + 2].n0, t[r].n0 + BN);
+      }
+    } else if (McastB) {  // B shared: same columns, consecutive M-blocks
       CHECK_EQ(t0.n0, t1.n0);
       CHECK_EQ(t1.m_local0, t0.m_local0 + BM);
     } else {       // A shared: same rows, consecutive N-blocks
@@ -42,16 +52,16 @@ void check_cover(const std::vector<int>& sizes, int n) {
       CHECK_EQ(t1.n0, t0.n0 + BN);
     }
     CHECK(t0.m_local0 < t0.m_g && t0.n0 < n);
-    for (const Tile& t : {t0, t1}) {
-      CHECK_EQ(t.row0, row_start[t.g] + t.m_local0);
-      if (t.m_local0 < t.m_g && t.n0 < n) ++seen[{t.g, t.m_local0 / BM, t.n0 / BN}];
+    for (const Tile& tr : t) {
+      CHECK_EQ(tr.row0, row_start[tr.g] + tr.m_local0);
+      if (tr.m_local0 < tr.m_g && tr.n0 < n) ++seen[{tr.g, tr.m_local0 / BM, tr.n0 / BN}];
     }
   }
   CHECK_EQ(static_cast<long long>(seen.size()), expected);
   for (const auto& [tile, count] : seen) CHECK_EQ(count, 1);
 }
 
-template <int BN, bool McastB, int BM = kBlockM>
+template <int BN, bool McastB, int BM = kBlockM, bool Quad = false>
 void check_cases(std::mt19937& rng) {
   const int ns[] = {1, 64, 128, 129, 192, 200, 384, 4096, 4100};
   const int group_counts[] = {1, 2, 7, 32, 300};
@@ -63,7 +73,7 @@ void check_cases(std::mt19937& rng) {
         m = kind == 0 ? 0 : kind == 1 ? 1 : kind == 2 ? kBlockM * static_cast<int>(1 + rng() % 4)
                                                       : static_cast<int>(rng() % 700);
       }
-      check_cover<BN, McastB, BM>(sizes, n);
+      check_cover<BN, McastB, BM, Quad>(sizes, n);
     }
   }
 }
@@ -75,6 +85,8 @@ int main() {
   check_cases<192, false>(rng);
   check_cases<192, true>(rng);
   check_cases<128, false, 256>(rng);
+  check_cases<256, false, kBlockM, true>(rng);
+  check_cases<128, false, kBlockM, true>(rng);
   const int unit_start[] = {0, 0, 3, 3, 5};  // empty groups 0 and 2: a unit never lands in one
   CHECK_EQ(group_of(unit_start, 4, 0), 1);
   CHECK_EQ(group_of(unit_start, 4, 2), 1);
