@@ -127,6 +127,20 @@ inline cudaLaunchConfig_t pair_config(int grid, int threads, size_t smem, cudaSt
   return config;
 }
 
+// How many clusters of four CTAs of `kernel` (smem bytes each) fit on the device at once, asked once per
+// instantiation: a GPC's SMs need not divide by four (an H100: 30 clusters, 120 of its 132 SMs).
+inline int clusters_of_four_fit(void (*kernel)(Params), size_t smem) {
+  cudaLaunchAttribute attr;
+  cudaLaunchConfig_t probe = pair_config(4, kThreads, smem, nullptr, &attr, 4);
+  int n = 0;
+  return cudaOccupancyMaxActiveClusters(&n, kernel, &probe) == cudaSuccess && n > 0 ? n : 1;
+}
+template <int BN, class Out, In I>
+int quads_fit(void (*kernel)(Params), size_t smem) {
+  static const int fit = clusters_of_four_fit(kernel, smem);
+  return fit;
+}
+
 // An instantiation of the kernel, with its dynamic shared memory limit raised (once per instantiation) and the
 // error of that.
 using KernelFn = void (*)(Params);
@@ -209,12 +223,7 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
   cudaLaunchAttribute attr;
   cudaLaunchConfig_t config;
   if constexpr (Quad) {  // clusters of four: as many as fit at once (a GPC's SMs need not divide by four)
-    const KernelFn fn = kernel;
-    static const int fit = [&] {
-      cudaLaunchConfig_t probe = pair_config(4, kThreads, sizeof(Smem<BN, McastB>), stream, &attr, 4);
-      int n = 0;
-      return cudaOccupancyMaxActiveClusters(&n, fn, &probe) == cudaSuccess && n > 0 ? n : 1;
-    }();
+    const int64_t fit = quads_fit<BN, Out, I>(kernel, sizeof(Smem<BN, McastB>));
     const int64_t clusters = std::min<int64_t>({units, fit, std::max(sm_count / 4, 1)});
     config = pair_config(static_cast<int>(4 * std::max<int64_t>(clusters, 1)), kThreads, sizeof(Smem<BN, McastB>), stream, &attr, 4);
   } else {
