@@ -1,5 +1,5 @@
-"""ckgemm's own grouped kernel (csrc/cuda/ws_fp8.cuh) on bf16 and fp16 operands: packed RC calls, its 128x256 and
-128x192 tiles forced with CKGEMM_CONFIG, checked against the harness reference with NaN-poisoned outputs (tile
+"""ckgemm's own grouped kernel (csrc/cuda/ws_fp8.cuh) on bf16 and fp16 operands: packed RC calls, its 128x256,
+128x192 and 256x128 tiles forced with CKGEMM_CONFIG, checked against the harness reference with NaN-poisoned outputs (tile
 edges of its warp groups' 64-row halves, empty groups, a partial last k-block, N past the last tile pair, odd N
 through the scalar store), against CUTLASS's cooperative tile of the same width bit for bit (the same k16
 wgmmas summed in the same order into fp32, rounded once), with its units drawn in turn (CKGEMM_WS_UNITS=dynamic,
@@ -21,7 +21,8 @@ from support import generator, poison, rand_tensor
 
 pytestmark = MARKS + [pytest.mark.skipif(NATIVE != "cutlass", reason="ckgemm's own kernel is CUDA (sm_90a)")]
 
-TILES = {"256": "ws_128x256x64_c1x2", "192": "ws_128x192x64_c1x2"}
+TILES = {"256": "ws_128x256x64_c1x2", "192": "ws_128x192x64_c1x2", "256x128": "ws_256x128x64_c1x2"}
+WIDTH = {"256": 256, "192": 192, "256x128": 128}  # a tile's columns
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 # rows around a warp group's 64 and a tile's 128 (a half with none of its group's rows skips its wgmmas), empty
@@ -29,7 +30,11 @@ DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 # and odd (3851: scalar stores), one large group
 CASES = [([0, 1, 63, 64, 65, 127, 128, 129, 300, 0, 1000], 384, 256), ([700, 0, 513, 66], 3851, 2888),
          ([128] * 3, 192, 64), ([5000], 576, 1024), ([77, 2000, 191], 4096, 512),
+<<<<<<< HEAD
          ([191, 192, 193, 255, 256, 257, 383, 0, 513], 640, 320)]  # m64 blocks whole and partial in one tile
+=======
+         ([191, 192, 193, 255, 256, 257, 383, 0, 513], 640, 320)]  # a 256-row tile's four m64 blocks
+>>>>>>> 99fa223 (Own 16-bit kernel: a 256x128 tile (two m64 row blocks per consumer warp group, A shared by the cluster), forced only until measured; per-m64-block whole-row check in the epilogue)
 
 
 def _call(sizes, n, k, dtype, tag, config, size_dtype=torch.int32):
@@ -54,7 +59,7 @@ def test_own_16bit_kernel_matches_the_reference(case, dtype, tile):
 @pytest.mark.parametrize("dtype", DTYPES, ids=list(DTYPES))
 def test_own_16bit_kernel_gives_cutlass_bits(dtype, tile):
     """Both sum the same k16 wgmmas in K order into fp32 and round once: the same bits, rows of every group."""
-    sizes, n, k = [0, 1, 65, 129, 300, 1000], 2 * int(tile) + 64, 2888
+    sizes, n, k = [0, 1, 65, 129, 300, 1000], 2 * WIDTH[tile] + 64, 2888
     _, _, _, ours = _call(sizes, n, k, DTYPES[dtype], f"own16-bits-{dtype}", TILES[tile])
     theirs_config = TILES[tile].replace("ws_", "coop_")
     _, _, _, theirs = _call(sizes, n, k, DTYPES[dtype], f"own16-bits-{dtype}", theirs_config)

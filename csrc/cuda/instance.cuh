@@ -323,7 +323,7 @@ struct OwnWarpSpecialized {};
     static constexpr Layout kLayout = Layout::layout;                                                       \
     using Out = typename OutTypeOf<OutType::out>::T;                                                        \
     static constexpr Scaling kScaling = Scaling::scaling;                                                   \
-    static constexpr int kTileN = tn, kClusterM = cm;                                                       \
+    static constexpr int kTileM = tm, kTileN = tn, kClusterM = cm;                                          \
     using Kernel = GroupedGemmKernel<typename InType<DType::dtype>::T, typename OutTypeOf<OutType::out>::T, \
                                      AccOf<DType::dtype>, LayoutBOf<Layout::layout>,                       \
                                      Shape<Int<tm>, Int<tn>, Int<tk>>, Shape<Int<cm>, Int<cn>, _1>, schedule, \

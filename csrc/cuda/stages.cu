@@ -16,7 +16,7 @@ constexpr int stages_of() {
   if constexpr (std::is_same_v<typename Spec::Schedule, cuda::OwnWarpSpecialized> && Spec::kLayout == Layout::RR)
     return ws::s8::kLaunchedStages;
   else if constexpr (std::is_same_v<typename Spec::Schedule, cuda::OwnWarpSpecialized>)
-    return ws::Config<Spec::kTileN, Spec::kClusterM == 2>::kStages;  // a 2x1 cluster shares B
+    return ws::Config<Spec::kTileN, Spec::kClusterM == 2, Spec::kTileM>::kStages;  // a 2x1 cluster shares B
   else
     return Spec::Kernel::CollectiveMainloop::DispatchPolicy::Stages;
 }

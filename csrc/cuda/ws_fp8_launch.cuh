@@ -127,16 +127,17 @@ inline cudaLaunchConfig_t pair_config(int grid, int threads, size_t smem, cudaSt
 // An instantiation of the kernel, with its dynamic shared memory limit raised (once per instantiation) and the
 // error of that.
 using KernelFn = void (*)(Params);
-template <int BN, bool McastB, Recipe R, class Out, int Feed, In I, bool Dyn>
+template <int BN, bool McastB, Recipe R, class Out, int Feed, In I, bool Dyn, int BM>
 std::pair<KernelFn, cudaError_t> kernel_ready() {
-  constexpr KernelFn kernel = grouped_fp8_kernel<BN, McastB, R, Out, Feed, I, Dyn>;
+  constexpr KernelFn kernel = grouped_fp8_kernel<BN, McastB, R, Out, Feed, I, Dyn, BM>;
   static const cudaError_t raised = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                         static_cast<int>(sizeof(Smem<BN, McastB>)));
+                                                         static_cast<int>(sizeof(Smem<BN, McastB, BM>)));
   return {kernel, raised};
 }
 
-// I: the operands' element (the kernel reads them as bytes: K, lda, ldb and B's group stride are scaled to bytes).
-template <int BN, bool McastB, Recipe R, class Out, In I = In::E4M3>
+// I: the operands' element (the kernel reads them as bytes: K, lda, ldb and B's group stride are scaled to bytes);
+// BM: the tile's rows (Config).
+template <int BN, bool McastB, Recipe R, class Out, In I = In::E4M3, int BM = kBlockM>
 cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t workspace_size, int sm_count,
                    cudaStream_t stream, std::string* why) {
   if (R == Recipe::Block && feed != kFeedWarp && feed != kFeedTma) {
@@ -169,7 +170,7 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
   // One group: B's group stride is never followed (it may be 0), but the tensor map wants a real one.
   const int64_t b_group_stride = c.groups > 1 ? c.b_group_stride : c.n * c.ldb;
   const cuuint64_t strides_b[2] = {static_cast<cuuint64_t>(c.ldb * eb), static_cast<cuuint64_t>(b_group_stride * eb)};
-  using Cfg = Config<BN, McastB>;
+  using Cfg = Config<BN, McastB, BM>;
   const cuuint32_t box_a[2] = {kBlockK, Cfg::kRowsA}, box_b[3] = {kBlockK, Cfg::kRowsB, 1};
   if (!encode(&p.tma_a, c.a, 2, dims_a, strides_a, box_a) || !encode(&p.tma_b, c.b, 3, dims_b, strides_b, box_b)) {
     *why = "cuTensorMapEncodeTiled refused the operands";
@@ -190,20 +191,20 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
   const bool dynamic = draws_units<I, McastB>(c);
   constexpr int kTmaFeed = R == Recipe::Block ? kFeedTma : kFeedWarp;
   const bool tma_feed = R == Recipe::Block && feed == kFeedTma;
-  const auto [kernel, raised] = tma_feed  ? kernel_ready<BN, McastB, R, Out, kTmaFeed, I, false>()
-                                : dynamic ? kernel_ready<BN, McastB, R, Out, kFeedWarp, I, kCanDraw<I, McastB>>()
-                                          : kernel_ready<BN, McastB, R, Out, kFeedWarp, I, false>();
+  const auto [kernel, raised] = tma_feed  ? kernel_ready<BN, McastB, R, Out, kTmaFeed, I, false, BM>()
+                                : dynamic ? kernel_ready<BN, McastB, R, Out, kFeedWarp, I, kCanDraw<I, McastB>, BM>()
+                                          : kernel_ready<BN, McastB, R, Out, kFeedWarp, I, false, BM>();
   if (raised != cudaSuccess) {
     *why = std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(raised);
     return raised;
   }
   // Clusters of two, at most one CTA per SM, no more than the units the call can have (an upper bound from
-  // the host-side sizes: sum over groups of ceil(M_g / 128) <= rows / 128 + G).
+  // the host-side sizes: sum over groups of ceil(M_g / BM) <= rows / BM + G).
   const int64_t n_blocks = (c.n + BN - 1) / BN;
-  const int64_t units = McastB ? (c.rows / (2 * kBlockM) + c.groups) * n_blocks
-                               : (c.rows / kBlockM + c.groups) * ((n_blocks + 1) / 2);
+  const int64_t units = McastB ? (c.rows / (2 * BM) + c.groups) * n_blocks
+                               : (c.rows / BM + c.groups) * ((n_blocks + 1) / 2);
   cudaLaunchAttribute attr;
-  const cudaLaunchConfig_t config = pair_config(pair_grid(units, sm_count), kThreads, sizeof(Smem<BN, McastB>), stream, &attr);
+  const cudaLaunchConfig_t config = pair_config(pair_grid(units, sm_count), kThreads, sizeof(Smem<BN, McastB, BM>), stream, &attr);
   // DeepGEMM's feed reads A's block scales MN-major: a copy into the workspace (from the op's caching allocator:
   // no allocation here, graph-capturable).
   if (tma_feed) {

@@ -25,7 +25,7 @@ inline std::string rejects(const PackedArgs& e, int out_bytes, bool block_scales
   // pair's second tile, the k-blocks): each must stay below 2^31 after that.
   constexpr int64_t kIntMax = 2147483647;
   // (K counted in bytes.)
-  if (e.rows > kIntMax - kBlockM || e.n > kIntMax - 2 * kMaxTileN || e.k > (kIntMax - kBlockK) / in_bytes)
+  if (e.rows > kIntMax - 2 * kBlockM || e.n > kIntMax - 2 * kMaxTileN || e.k > (kIntMax - kBlockK) / in_bytes)
     return "a dimension is within a tile of 2^31";
   auto bytes16 = [&](int64_t elements) { return elements * in_bytes % 16 == 0; };
   if (!bytes16(e.k) || !bytes16(e.lda) || !bytes16(e.ldb) || (e.groups > 1 && !bytes16(e.b_group_stride)))

@@ -34,21 +34,28 @@ constexpr int in_bytes(In in) { return in == In::E4M3 || in == In::S8 ? 1 : 2; }
 // values are CKGEMM_WS_SCALES's (ws_fp8_launch.cuh).
 constexpr int kFeedWarp = 0, kFeedTma = 2;
 
-// BN: tile columns. Clusters of two CTAs share one operand's tile through TMA multicast (each CTA loads
+// BN: tile columns; BM: tile rows, 128 (each consumer warp group one m64 block of rows) or, 16-bit and int8 only
+// (no promotion), 256 (two m64 blocks each, as DeepGEMM's waves of BLOCK_M; A multicast, 128 columns).
+// Clusters of two CTAs share one operand's tile through TMA multicast (each CTA loads
 // half of it into both): McastB pairs two M-blocks of one group and N-block (B shared), else two N-blocks of
 // one M-block (A shared). A pair's second tile past the group's M-blocks (or past N) is computed on rows or
 // columns that are never stored, so both CTAs keep the shared ring in step.
 // BN 256 runs each k-block as two 128-column halves (their wgmmas into one 64-register scratch, each half
 // promoted before the next starts), so its registers are BN 128's plus the wider fp32 accumulator.
-template <int BN, bool McastB>
+template <int BN, bool McastB, int BM = kBlockM>
 struct Config {
   static_assert((BN == 128 || BN == 192 || BN == 256) && BN <= kMaxTileN, "tile columns: 128, 192 or 256");
+  // (256 x 192 compiled, and spilled: 192 accumulator registers a thread)
+  static_assert(BM == kBlockM || (BM == 2 * kBlockM && BN == 128 && !McastB), "tile rows: 128, or 256 x 128 sharing A");
   static constexpr int kHalves = BN == 256 ? 2 : 1, kMmaN = BN / kHalves;  // columns of one wgmma
-  static constexpr int kStages = BN <= 128 ? 6 : BN == 192 ? 5 : 4;
-  static constexpr int kBytesA = kBlockM * kBlockK, kBytesB = BN * kBlockK;
+  static constexpr int kMBlocks = BM / 128;  // m64 blocks of rows per consumer warp group
+  static constexpr int kAccN = BN * kMBlocks;  // the accumulator's width as a 128-row tile's: kAccN / 2 registers
+  // Stages: what fits in shared memory beside the scales' and the table's (about 26 KB).
+  static constexpr int kStages = BM == 256 ? 4 : BN <= 128 ? 6 : BN == 192 ? 5 : 4;
+  static constexpr int kBytesA = BM * kBlockK, kBytesB = BN * kBlockK;
   // setmaxnreg split of the 64K registers (128 x producer + 256 x consumer <= 65536)
-  static constexpr int kProducerRegs = BN <= 128 ? 56 : 40, kConsumerRegs = BN <= 128 ? 224 : 232;
-  static constexpr int kRowsA = McastB ? kBlockM : kBlockM / 2, kRowsB = McastB ? BN / 2 : BN;  // rows one CTA loads
+  static constexpr int kProducerRegs = kAccN <= 128 ? 56 : 40, kConsumerRegs = kAccN <= 128 ? 224 : 232;
+  static constexpr int kRowsA = McastB ? BM : BM / 2, kRowsB = McastB ? BN / 2 : BN;  // rows one CTA loads
 };
 
 struct Params {
@@ -69,17 +76,17 @@ struct Params {
   uint64_t l2_a, l2_b, l2_c;
 };
 
-template <int BN, bool McastB>
+template <int BN, bool McastB, int BM = kBlockM>
 struct alignas(1024) Smem {
-  uint8_t a[Config<BN, McastB>::kStages][Config<BN, McastB>::kBytesA];
-  uint8_t b[Config<BN, McastB>::kStages][Config<BN, McastB>::kBytesB];
+  uint8_t a[Config<BN, McastB, BM>::kStages][Config<BN, McastB, BM>::kBytesA];
+  uint8_t b[Config<BN, McastB, BM>::kStages][Config<BN, McastB, BM>::kBytesB];
   // Block scales. A's of the stage: 128 rows (kFeedWarp) or 132 from the tile's first row rounded down to 4
   // (kFeedTma's bulk copy); the tile's two B blocks of the stage (kFeedWarp); and, per consumer warp group, the
   // tile's two B blocks for every k-block (kFeedTma).
-  float sa[Config<BN, McastB>::kStages][kBulkScaleRows];
-  float sb[Config<BN, McastB>::kStages][2];
+  float sa[Config<BN, McastB, BM>::kStages][kBulkScaleRows];
+  float sb[Config<BN, McastB, BM>::kStages][2];
   float sbt[2][2][2][kMaxKBlocks];  // [buffer][warp group][B block][k-block]: a tile's, and the next tile's in flight
-  uint64_t full[Config<BN, McastB>::kStages], empty[Config<BN, McastB>::kStages];
+  uint64_t full[Config<BN, McastB, BM>::kStages], empty[Config<BN, McastB, BM>::kStages];
   UnitRing units;  // dynamic units (ws_units.cuh)
   int row_start[kMaxGroups + 1], unit_start[kMaxGroups + 1];
   int bad;

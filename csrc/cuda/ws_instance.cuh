@@ -67,7 +67,7 @@ struct WsInstance {
     const PackedArgs& p = *l.packed;  // the runner sends only what rules.cpp accepts: packed calls
     if (!sizes_checked(l)) return Status::BackendError;
     std::string why;
-    const cudaError_t e = ws::launch<Spec::kTileN, Spec::kClusterM == 2, kRecipe, Out, kIn>(
+    const cudaError_t e = ws::launch<Spec::kTileN, Spec::kClusterM == 2, kRecipe, Out, kIn, Spec::kTileM>(
         p, ws::block_feed(), l.buffers->device, l.buffers->device_bytes, l.sm_count, l.stream, &why);
     return launched(l, e, why);
   }
