@@ -197,7 +197,7 @@ std::string instance_rejects_packed(int id, const PackedArgs& p) {
            " is CUTLASS's)";
   if (info.packed_only && info.kind.layout == Layout::RR) return ws::s8::rejects(p);  // the 8-bit RR kernel, int8 and e4m3
   if (info.packed_only)
-    return ws::rejects(p, out_bytes(info.kind.out), info.kind.scaling == Scaling::Block, in);
+    return ws::rejects(p, out_bytes(info.kind.out), info.kind.scaling == Scaling::Block, in, info.tile_m);
   const GroupDesc envelope{p.a, p.b, p.c, p.rows, p.n, p.k, p.lda, p.ldb, p.ldc, p.sa, p.sb};
   const std::string why = instance_rejects(id, envelope);
   if (!why.empty()) return why;

@@ -17,15 +17,15 @@
 namespace ckgemm::ws {
 
 // Why the kernel cannot take a packed call of the ckgemm ABI (csrc/ckgemm.h) whose operands are in_bytes and
-// output elements out_bytes wide, with block scales or not ("" when it can).
-inline std::string rejects(const PackedArgs& e, int out_bytes, bool block_scales, int in_bytes = 1) {
+// output elements out_bytes wide, with block scales or not, in tiles of tile_rows rows ("" when it can).
+inline std::string rejects(const PackedArgs& e, int out_bytes, bool block_scales, int in_bytes = 1, int tile_rows = kBlockM) {
   auto aligned = [](const void* ptr, int to) { return reinterpret_cast<uintptr_t>(ptr) % to == 0; };
   if (e.groups < 1 || e.groups > kMaxGroups) return "takes 1 to " + std::to_string(kMaxGroups) + " groups";
   // The kernel rounds rows, N and K up to whole tiles in 32-bit ints (a group's M-blocks, a tile's n0 + BN for a
   // pair's second tile, the k-blocks): each must stay below 2^31 after that.
   constexpr int64_t kIntMax = 2147483647;
   // (K counted in bytes.)
-  if (e.rows > kIntMax - 2 * kBlockM || e.n > kIntMax - 2 * kMaxTileN || e.k > (kIntMax - kBlockK) / in_bytes)
+  if (e.rows > kIntMax - tile_rows || e.n > kIntMax - 2 * kMaxTileN || e.k > (kIntMax - kBlockK) / in_bytes)
     return "a dimension is within a tile of 2^31";
   auto bytes16 = [&](int64_t elements) { return elements * in_bytes % 16 == 0; };
   if (!bytes16(e.k) || !bytes16(e.lda) || !bytes16(e.ldb) || (e.groups > 1 && !bytes16(e.b_group_stride)))
