@@ -1,7 +1,7 @@
 """ckgemm's own grouped kernel (csrc/cuda/ws_fp8.cuh) on bf16 and fp16 operands: packed RC calls, its 128x256,
-128x192 and 256x128 tiles forced with CKGEMM_CONFIG, checked against the harness reference with NaN-poisoned outputs (tile
+128x192 and 192x192 tiles forced with CKGEMM_CONFIG, checked against the harness reference with NaN-poisoned outputs (tile
 edges of its warp groups' 64-row halves, empty groups, a partial last k-block, N past the last tile pair, odd N
-through the scalar store), against CUTLASS's cooperative tile of the same width bit for bit (the same k16
+through the scalar store), against CUTLASS's cooperative tile of the same width (192x192: its 128x192) bit for bit (the same k16
 wgmmas summed in the same order into fp32, rounded once), with its units drawn in turn (CKGEMM_WS_UNITS=dynamic,
 the default below 2048 rows a group) and by stride (static) to the same bits, under graph replay with new device
 sizes, and as the op's pick for packed calls of more than 256 rows a group (csrc/cuda/rules.cpp). CUTLASS only."""
@@ -21,20 +21,17 @@ from support import generator, poison, rand_tensor
 
 pytestmark = MARKS + [pytest.mark.skipif(NATIVE != "cutlass", reason="ckgemm's own kernel is CUDA (sm_90a)")]
 
-TILES = {"256": "ws_128x256x64_c1x2", "192": "ws_128x192x64_c1x2", "256x128": "ws_256x128x64_c1x2"}
-WIDTH = {"256": 256, "192": 192, "256x128": 128}  # a tile's columns
+TILES = {"256": "ws_128x256x64_c1x2", "192": "ws_128x192x64_c1x2", "192x192": "ws_192x192x64_c1x2"}
+WIDTH = {"256": 256, "192": 192, "192x192": 192}  # a tile's columns
+CUTLASS_TWIN = {"256": "coop_128x256x64_c1x2", "192": "coop_128x192x64_c1x2", "192x192": "coop_128x192x64_c1x2"}
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 # rows around a warp group's 64 and a tile's 128 (a half with none of its group's rows skips its wgmmas), empty
 # groups, one 128-byte k-block (K 64), a partial last k-block (K 2888: 45.125 blocks), N past the last tile pair
-# and odd (3851: scalar stores), one large group
+# and odd (3851: scalar stores), one large group, rows around the 192-row tile's three m64 blocks
 CASES = [([0, 1, 63, 64, 65, 127, 128, 129, 300, 0, 1000], 384, 256), ([700, 0, 513, 66], 3851, 2888),
          ([128] * 3, 192, 64), ([5000], 576, 1024), ([77, 2000, 191], 4096, 512),
-<<<<<<< HEAD
          ([191, 192, 193, 255, 256, 257, 383, 0, 513], 640, 320)]  # m64 blocks whole and partial in one tile
-=======
-         ([191, 192, 193, 255, 256, 257, 383, 0, 513], 640, 320)]  # a 256-row tile's four m64 blocks
->>>>>>> 99fa223 (Own 16-bit kernel: a 256x128 tile (two m64 row blocks per consumer warp group, A shared by the cluster), forced only until measured; per-m64-block whole-row check in the epilogue)
 
 
 def _call(sizes, n, k, dtype, tag, config, size_dtype=torch.int32):
@@ -61,7 +58,7 @@ def test_own_16bit_kernel_gives_cutlass_bits(dtype, tile):
     """Both sum the same k16 wgmmas in K order into fp32 and round once: the same bits, rows of every group."""
     sizes, n, k = [0, 1, 65, 129, 300, 1000], 2 * WIDTH[tile] + 64, 2888
     _, _, _, ours = _call(sizes, n, k, DTYPES[dtype], f"own16-bits-{dtype}", TILES[tile])
-    theirs_config = TILES[tile].replace("ws_", "coop_")
+    theirs_config = CUTLASS_TWIN[tile]
     _, _, _, theirs = _call(sizes, n, k, DTYPES[dtype], f"own16-bits-{dtype}", theirs_config)
     assert _paths() == {f"cutlass:{theirs_config}"}, ckgemm.last_dispatch()
     assert not ours.isnan().any()

@@ -318,17 +318,18 @@ def test_ckgemm_config_puts_the_named_instance_first_where_it_fits(probe, monkey
     assert (chosen(4096, 4096, 4096), chosen(16, 4096, 4096)) == (default_big, default_small)
 
 
-def test_the_own_256_row_16bit_tile_runs_only_when_named(probe, monkeypatch):
-    """ckgemm's own 256x128 16-bit tile (ws_fp8.cuh, BM 256) is never the rule's pick; CKGEMM_CONFIG puts it first
-    for packed calls, with its own bound on rows (a 256-row tile rounded up stays a 32-bit int)."""
-    tile, int_max = "ws_256x128x64_c1x2", 2**31 - 1
+def test_the_own_192_row_16bit_tile_runs_only_when_named(probe, monkeypatch):
+    """ckgemm's own 192x192 16-bit tile (ws_fp8.cuh, three consumer warp groups) is never the rule's pick;
+    CKGEMM_CONFIG puts it first for packed calls, with its own bound on rows (a 192-row tile rounded up stays a
+    32-bit int)."""
+    tile, int_max = "ws_192x192x64_c1x2", 2**31 - 1
     for dtype, out in ((torch.bfloat16, 1), (torch.float16, 0)):
         for rows_per_group, n in ((257, 4096), (2048, 14336), (4096, 4096), (256, 1536), (64, 4096)):
             assert _route_packed(probe, dtype, out, 0, 8, 8 * rows_per_group, n, 4096)[0] != tile
         monkeypatch.setenv("CKGEMM_CONFIG", tile)
         assert _route_packed(probe, dtype, out, 0, 8, 8 * 2048, 14336, 4096) == (tile, 0, "")
-        assert _route_packed(probe, dtype, out, 0, 1, int_max - 256, 384, 256)[0] == tile
-        assert _route_packed(probe, dtype, out, 0, 1, int_max - 255, 384, 256)[0] not in (tile, None)
+        assert _route_packed(probe, dtype, out, 0, 1, int_max - 192, 384, 256)[0] == tile
+        assert _route_packed(probe, dtype, out, 0, 1, int_max - 191, 384, 256)[0] not in (tile, None)
         monkeypatch.delenv("CKGEMM_CONFIG")
 
 

@@ -153,7 +153,7 @@ int rank_for(const Spec& s, int64_t m, int64_t n, int64_t groups) {
   if (m <= 64) return small_tile ? 2 : swap ? 3 : (s.tn == 256 ? 4 : 5);
   if (swap) return 4;
   if (small_tile) return 3;
-  if (wide16 && s.schedule.packed_only && s.tm == 256) return 3;  // the own 256-row tiles: forced only (CKGEMM_CONFIG)
+  if (wide16 && s.schedule.packed_only && s.tm == 192) return 3;  // the own 192-row tiles: forced only (CKGEMM_CONFIG)
   if (wide16 && s.tm == 128) {
     const bool width_fits = (s.tn == 192) == narrow_16bit_fits(n);
     if (s.schedule.packed_only) return width_fits && own_16bit_fits(m) ? -1 : 3;

@@ -53,12 +53,12 @@ namespace ckgemm::ws {
 // (Consumers reading the scales from global two k-blocks ahead, and TMA boxes of four k-blocks' scales with the
 // stage's operands, were measured and removed: docs/PERF_2026-12-02.md.)
 template <int BN, bool McastB, Recipe R, class Out, int Feed, In I = In::E4M3, bool Dyn = false, int BM = kBlockM>
-__global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_constant__ Params p) {
+__global__ void __launch_bounds__(threads_of(BM), 1) grouped_fp8_kernel(const __grid_constant__ Params p) {
   using Cfg = Config<BN, McastB, BM>;
   static_assert(Feed == kFeedWarp || Feed == kFeedTma, "scale feed: kFeedWarp or kFeedTma");
   static_assert(I == In::E4M3 || R == Recipe::None, "16-bit and int8 operands: unscaled only");
   static_assert(!Dyn || (in_bytes(I) == 2 && !McastB), "dynamic units (ws_units.cuh): 16-bit A-multicast pairs");
-  static_assert(BM == kBlockM || I != In::E4M3, "256-row tiles: 16-bit and int8 (no promotion)");
+  static_assert(BM == kBlockM || in_bytes(I) == 2, "192-row tiles: 16-bit (no promotion)");
   static_assert(CKGEMM_WS_AHEAD == 1 || I == In::E4M3, "CKGEMM_WS_AHEAD 2: fp8 only (the direct k-loop never calls ahead)");
   constexpr bool kScaleWarp = R == Recipe::Block && Feed == kFeedWarp;
   constexpr bool kScaleTma = R == Recipe::Block && Feed == kFeedTma;
@@ -74,9 +74,9 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
   if (tid == 0) {
     for (int i = 0; i < kStages; ++i) {
       Barrier::init(&s.full[i], kScaleWarp ? 1 + 32 : 1);  // the TMA thread (+ the scale warp's lanes)
-      Barrier::init(&s.empty[i], 16);  // each consumer warp of both CTAs
+      Barrier::init(&s.empty[i], 2 * 4 * Cfg::kConsumers);  // each consumer warp of both CTAs
     }
-    if constexpr (Dyn) init_units(s.units);
+    if constexpr (Dyn) init_units(s.units, unit_readers(Cfg::kConsumers));
     cutlass::arch::fence_barrier_init();
   }
   build_table<McastB, BM>(s, p, n_blocks);
@@ -127,17 +127,16 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
   } else {
     cutlass::arch::warpgroup_reg_alloc<Cfg::kConsumerRegs>();
     const int wg = warp_group - 1, warp = (tid / 32) % 4;
-    // This thread's rows in the tile: r_lo and r_lo + 8 (and, in a 256-row tile, the same 64 rows further on).
-    const int r_lo = wg * (BM / 2) + warp * 16 + lane / 4;
+    const int r_lo = wg * 64 + warp * 16 + lane / 4;  // this thread's rows in the tile: r_lo and r_lo + 8
     int stage = 0;
     uint32_t phase = 0;
     constexpr int kHalves = Cfg::kHalves, kTmp = Cfg::kMmaN / 2;  // scratch registers of one wgmma group
     // int8's accumulator holds int32 (typed so, or ptxas serialises the wgmmas that write it: C7511)
-    std::conditional_t<I == In::S8, uint32_t, float> acc[Cfg::kAccN / 2];  // [m64 block][BN / 2]
+    std::conditional_t<I == In::S8, uint32_t, float> acc[BN / 2];
     float tmp[kTmp];
     // The descriptors' low words at stage 0, warp-uniform through __shfl_sync (as DeepGEMM does), so that each
     // k-block's descriptors are a uniform-register add rather than vector arithmetic moved by R2UR.
-    const uint32_t a_lo0 = __shfl_sync(0xffffffffu, smem_desc_lo(s.a[0] + wg * (BM / 2) * kBlockK), 0);
+    const uint32_t a_lo0 = __shfl_sync(0xffffffffu, smem_desc_lo(s.a[0] + wg * 64 * kBlockK), 0);
     const uint32_t b_lo0 = __shfl_sync(0xffffffffu, smem_desc_lo(s.b[0]), 0);
     // kFeedTma: each warp group copies a tile's B scales for every k-block into one of two shared buffers with
     // cp.async a tile ahead (no register is written, so the wgmma fences do not wait for the copies), and waits
@@ -188,7 +187,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
       // A warp group whose 64 rows hold none of the group's rows (DeepGEMM skips these too), or a multicast
       // pair's tile past N, has nothing to compute or store: it waits for its k-blocks and releases them, so
       // the ring stays in step (docs/PERF_2026-12-03e.md: up to 4% on many small groups).
-      const bool skip = __shfl_sync(0xffffffffu, static_cast<int>(t.m_local0 + wg * (BM / 2) >= t.m_g || t.n0 >= p.n), 0);
+      const bool skip = __shfl_sync(0xffffffffu, static_cast<int>(t.m_local0 + wg * 64 >= t.m_g || t.n0 >= p.n), 0);
       if (CKGEMM_WS_AHEAD == 1 || skip || k_blocks == 0) ahead();
       if (skip) {
         for (int kb = 0; kb < k_blocks; ++kb) {
@@ -202,9 +201,9 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
       const int sa_off = r_lo + (t.row0 & 3);  // kFeedTma: this thread's first row in the stage's 132 A scales
       const int split = (t.n0 / 128 + 1) * 128 - t.n0;  // Block: columns [0, split) use the stage's sb[0], the rest sb[1]
 #pragma unroll
-      for (int i = 0; i < Cfg::kAccN / 2; ++i) acc[i] = 0;
+      for (int i = 0; i < BN / 2; ++i) acc[i] = 0;
       if constexpr (I != In::E4M3) {  // 16-bit and int8: no promotion
-        k_loop_direct<BN, I, Cfg::kMBlocks>(s, acc, a_lo0 + 0, b_lo0 + 0, k_blocks, stage, phase, lane);
+        k_loop_direct<BN, I>(s, acc, a_lo0 + 0, b_lo0 + 0, k_blocks, stage, phase, lane);
       } else {
         // The k-loop, instantiated per position of the B scale block boundary in the tile (a compile-time kSplit,
         // as DeepGEMM dispatches it) rather than branching on it in every k-block's promotion.
@@ -267,8 +266,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_fp8_kernel(const __grid_c
         }
       }
       read_next();
-#pragma unroll
-      for (int mi = 0; mi < Cfg::kMBlocks; ++mi) store_tile<BN, R, Out>(p, t, acc + mi * (BN / 2), r_lo + 64 * mi, lane);
+      store_tile<BN, R, Out>(p, t, acc, r_lo, lane);
     }
   }
   // Neither CTA leaves while the other may still multicast into it or arrive on its barriers (release: this

@@ -130,6 +130,7 @@ using KernelFn = void (*)(Params);
 template <int BN, bool McastB, Recipe R, class Out, int Feed, In I, bool Dyn, int BM>
 std::pair<KernelFn, cudaError_t> kernel_ready() {
   constexpr KernelFn kernel = grouped_fp8_kernel<BN, McastB, R, Out, Feed, I, Dyn, BM>;
+  static_assert(sizeof(Smem<BN, McastB, BM>) <= 227 * 1024, "shared memory: at most 227 KB a CTA");
   static const cudaError_t raised = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                          static_cast<int>(sizeof(Smem<BN, McastB, BM>)));
   return {kernel, raised};
@@ -204,7 +205,7 @@ cudaError_t launch(const PackedArgs& c, int feed, void* workspace, size_t worksp
   const int64_t units = McastB ? (c.rows / (2 * BM) + c.groups) * n_blocks
                                : (c.rows / BM + c.groups) * ((n_blocks + 1) / 2);
   cudaLaunchAttribute attr;
-  const cudaLaunchConfig_t config = pair_config(pair_grid(units, sm_count), kThreads, sizeof(Smem<BN, McastB, BM>), stream, &attr);
+  const cudaLaunchConfig_t config = pair_config(pair_grid(units, sm_count), Cfg::kThreadsCta, sizeof(Smem<BN, McastB, BM>), stream, &attr);
   // DeepGEMM's feed reads A's block scales MN-major: a copy into the workspace (from the op's caching allocator:
   // no allocation here, graph-capturable).
   if (tma_feed) {

@@ -101,40 +101,35 @@ __device__ __forceinline__ void promote(float* acc, const float* tmp, float lo0,
 
 // The k-loop of operands that need no promotion (ws_fp8.cuh's consumers): each 128-byte k-block is four
 // m64nBNk16 (16-bit) or m64nBNk32 (int8) wgmmas straight into the accumulator (zeroed by the caller: fp32, or
-// int8's int32) per m64 block of the warp group's rows (MB of them, 64 rows apart in the stage, their
-// accumulators BN / 2 registers apart). One k-block's batch stays in flight while the next is issued, and a stage
-// is released once wait<1> says the batch that read it is done, as CUTLASS's mainloop keeps its MMAs going.
-template <int BN, In I, int MB, class S, class Acc>
+// int8's int32). One k-block's batch stays in flight while the next is issued, and a stage is released once
+// wait<1> says the batch that read it is done, as CUTLASS's mainloop keeps its MMAs going.
+template <int BN, In I, class S, class Acc>
 __device__ __forceinline__ void k_loop_direct(S& s, Acc* acc, uint32_t a_lo0, uint32_t b_lo0, int k_blocks, int& stage,
                                               uint32_t& phase, int lane) {
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
-  constexpr int kStages = sizeof(s.full) / sizeof(s.full[0]), kAcc = MB * BN / 2;
+  constexpr int kStages = sizeof(s.full) / sizeof(s.full[0]);
   constexpr uint32_t kDescA = sizeof(s.a[0]) / 16, kDescB = sizeof(s.b[0]) / 16;  // a stage, in descriptor units
-  constexpr uint32_t kDescM = 64 * kBlockK / 16;  // 64 rows of A further on
   int held = -1;  // the stage the batch in flight reads
   for (int kb = 0; kb < k_blocks; ++kb) {
     Barrier::wait(&s.full[stage], phase);
 #pragma unroll
-    for (int i = 0; i < kAcc; ++i) cute::warpgroup_fence_operand(acc[i]);
+    for (int i = 0; i < BN / 2; ++i) cute::warpgroup_fence_operand(acc[i]);
     cute::warpgroup_arrive();
     const uint32_t da = a_lo0 + stage * kDescA, db = b_lo0 + stage * kDescB;
 #pragma unroll
     for (int kk = 0; kk < kBlockK / 32; ++kk)  // +32 bytes along K: +2 in the descriptor
-#pragma unroll
-      for (int mi = 0; mi < MB; ++mi)
-        mma_call<MmaDirect<I, BN>>(desc_of(da + mi * kDescM + 2 * kk), desc_of(db + 2 * kk), acc + mi * (BN / 2), true,
-                                   std::make_index_sequence<BN / 2>{});
+      mma_call<MmaDirect<I, BN>>(desc_of(da + 2 * kk), desc_of(db + 2 * kk), acc, true, std::make_index_sequence<BN / 2>{});
     cute::warpgroup_commit_batch();
     cute::warpgroup_wait<1>();
 #pragma unroll
-    for (int i = 0; i < kAcc; ++i) cute::warpgroup_fence_operand(acc[i]);
+    for (int i = 0; i < BN / 2; ++i) cute::warpgroup_fence_operand(acc[i]);
     if (held >= 0 && lane < 2) Barrier::arrive(&s.empty[held], lane, 1);  // lane r: cluster rank r's barrier
     held = stage;
     if (++stage == kStages) { stage = 0; phase ^= 1; }
   }
   cute::warpgroup_wait<0>();
 #pragma unroll
-  for (int i = 0; i < kAcc; ++i) cute::warpgroup_fence_operand(acc[i]);
+  for (int i = 0; i < BN / 2; ++i) cute::warpgroup_fence_operand(acc[i]);
   if (held >= 0 && lane < 2) Barrier::arrive(&s.empty[held], lane, 1);
 }
 

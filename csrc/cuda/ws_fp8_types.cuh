@@ -34,8 +34,11 @@ constexpr int in_bytes(In in) { return in == In::E4M3 || in == In::S8 ? 1 : 2; }
 // values are CKGEMM_WS_SCALES's (ws_fp8_launch.cuh).
 constexpr int kFeedWarp = 0, kFeedTma = 2;
 
-// BN: tile columns; BM: tile rows, 128 (each consumer warp group one m64 block of rows) or, 16-bit and int8 only
-// (no promotion), 256 (two m64 blocks each, as DeepGEMM's waves of BLOCK_M; A multicast, 128 columns).
+// BN: tile columns; BM: tile rows, 128 (two consumer warp groups, one m64 block of rows each) or, 16-bit only (no
+// promotion), 192 x 192 sharing A (three consumer warp groups in 512 threads: 20% fewer operand bytes loaded per
+// output than the 128 x 256 pair, as cuBLAS's 192-row tiles on Mixtral's shapes, docs/PERF_2026-12-07c.md; ptxas
+// holds each instruction of a 512-thread kernel to its 128 registers a thread whatever setmaxnreg says, so one
+// m64n224 wgmma, 112 accumulators, needs 138 and does not compile, while m64n192's 96 do, without spills).
 // Clusters of two CTAs share one operand's tile through TMA multicast (each CTA loads
 // half of it into both): McastB pairs two M-blocks of one group and N-block (B shared), else two N-blocks of
 // one M-block (A shared). A pair's second tile past the group's M-blocks (or past N) is computed on rows or
@@ -45,17 +48,22 @@ constexpr int kFeedWarp = 0, kFeedTma = 2;
 template <int BN, bool McastB, int BM = kBlockM>
 struct Config {
   static_assert((BN == 128 || BN == 192 || BN == 256) && BN <= kMaxTileN, "tile columns: 128, 192 or 256");
-  // (256 x 192 compiled, and spilled: 192 accumulator registers a thread)
-  static_assert(BM == kBlockM || (BM == 2 * kBlockM && BN == 128 && !McastB), "tile rows: 128, or 256 x 128 sharing A");
+  static_assert(BM == kBlockM || (BM == 192 && BN == 192 && !McastB), "tile rows: 128, or 192 x 192 sharing A");
+  static constexpr int kConsumers = BM / 64;  // consumer warp groups, one m64 block of rows each
+  static constexpr int kThreadsCta = threads_of(BM);
   static constexpr int kHalves = BN == 256 ? 2 : 1, kMmaN = BN / kHalves;  // columns of one wgmma
-  static constexpr int kMBlocks = BM / 128;  // m64 blocks of rows per consumer warp group
-  static constexpr int kAccN = BN * kMBlocks;  // the accumulator's width as a 128-row tile's: kAccN / 2 registers
-  // Stages: what fits in shared memory beside the scales' and the table's (about 26 KB).
-  static constexpr int kStages = BM == 256 ? 4 : BN <= 128 ? 6 : BN == 192 ? 5 : 4;
+  // Stages: what fits in shared memory beside the scales' and the table's (about 26 KB; 10 KB at 192 rows, which
+  // hold no block scales).
+  static constexpr int kStages = BM == 192 || BN == 256 ? 4 : BN == 192 ? 5 : 6;
   static constexpr int kBytesA = BM * kBlockK, kBytesB = BN * kBlockK;
-  // setmaxnreg split of the 64K registers (128 x producer + 256 x consumer <= 65536)
-  static constexpr int kProducerRegs = kAccN <= 128 ? 56 : 40, kConsumerRegs = kAccN <= 128 ? 224 : 232;
+  // setmaxnreg split of the 64K registers (128 x producer + 128 x kConsumers x consumer <= 65536): at 192 rows the
+  // producer 32 and three consumer warp groups 160, as FlashAttention-3's three-consumer split (without it their
+  // loop spills 96 bytes; with it none)
+  static constexpr int kProducerRegs = BM == 192 ? 32 : BN <= 128 ? 56 : 40;
+  static constexpr int kConsumerRegs = BM == 192 ? 160 : BN <= 128 ? 224 : 232;
+  static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "setmaxnreg split over 64K registers");
   static constexpr int kRowsA = McastB ? BM : BM / 2, kRowsB = McastB ? BN / 2 : BN;  // rows one CTA loads
+  static constexpr int kScaleKBlocks = BM == kBlockM ? kMaxKBlocks : 1;  // kFeedTma's B scales: 128-row tiles only
 };
 
 struct Params {
@@ -85,7 +93,8 @@ struct alignas(1024) Smem {
   // tile's two B blocks for every k-block (kFeedTma).
   float sa[Config<BN, McastB, BM>::kStages][kBulkScaleRows];
   float sb[Config<BN, McastB, BM>::kStages][2];
-  float sbt[2][2][2][kMaxKBlocks];  // [buffer][warp group][B block][k-block]: a tile's, and the next tile's in flight
+  float sbt[2][2][2][Config<BN, McastB, BM>::kScaleKBlocks];  // [buffer][warp group][B block][k-block]: a tile's, and
+  // the next tile's in flight
   uint64_t full[Config<BN, McastB, BM>::kStages], empty[Config<BN, McastB, BM>::kStages];
   UnitRing units;  // dynamic units (ws_units.cuh)
   int row_start[kMaxGroups + 1], unit_start[kMaxGroups + 1];

@@ -21,7 +21,8 @@
 namespace ckgemm::ws {
 
 constexpr int kUnitSlots = 4;
-constexpr int kUnitReaders = 1 + 16;  // rank 1's TMA thread, each consumer warp of both CTAs
+// A unit's readers with `consumers` consumer warp groups a CTA: rank 1's TMA thread, each consumer warp of both CTAs.
+constexpr int unit_readers(int consumers) { return 1 + 2 * 4 * consumers; }
 
 struct UnitRing {
   int unit[kUnitSlots];
@@ -49,10 +50,10 @@ __device__ __forceinline__ void wait_acquire_cluster(uint64_t* bar, uint32_t par
 }
 
 // Both CTAs' barriers of the ring (thread 0 of each CTA, before the cluster's first barrier).
-__device__ __forceinline__ void init_units(UnitRing& r) {
+__device__ __forceinline__ void init_units(UnitRing& r, int readers) {
   for (int i = 0; i < kUnitSlots; ++i) {
     cutlass::arch::ClusterBarrier::init(&r.full[i], 1);
-    cutlass::arch::ClusterBarrier::init(&r.empty[i], kUnitReaders);
+    cutlass::arch::ClusterBarrier::init(&r.empty[i], readers);
   }
 }
 
