@@ -122,16 +122,17 @@ def test_16bit_takes_the_192_wide_tile_only_where_its_pairs_pad_n_less(probe):
 
 def test_16bit_packed_calls_of_more_than_256_rows_a_group_take_ckgemm_own_kernel(probe):
     """ckgemm's own kernel (ws_fp8.cuh; units drawn in turn below 2048 rows a group, by stride from there) for
-    packed 16-bit calls averaging more than 256 rows a group, at the width CUTLASS's tile would have; CUTLASS's
+    packed 16-bit calls averaging more than 256 rows a group, at the width CUTLASS's tile would have (outside its
+    192x192 tile's range of small groups at short K: the next test); CUTLASS's
     tiles for fewer rows a group, for list calls (the own kernel takes only the packed form) and where its TMA
     cannot read the operands."""
     for dtype, out in ((torch.bfloat16, 1), (torch.float16, 0)):
         for rows_per_group, n, want in ((257, 4096, "ws_128x256x64_c1x2"), (512, 4096, "ws_128x256x64_c1x2"),
                                         (1024, 4096, "ws_128x256x64_c1x2"), (2047, 7168, "ws_128x256x64_c1x2"),
-                                        (512, 5760, "ws_128x192x64_c1x2"), (512, 2880, "ws_128x256x64_c1x2"),
+                                        (1024, 5760, "ws_128x192x64_c1x2"), (1024, 2880, "ws_128x256x64_c1x2"),
                                         (2048, 14336, "ws_128x256x64_c1x2"), (4096, 4096, "ws_128x256x64_c1x2"),
                                         (8192, 5760, "ws_128x192x64_c1x2"),
-                                        (256, 1536, "coop_128x256x64_c1x2"), (256, 5760, "coop_128x192x64_c1x2")):
+                                        (255, 1536, "coop_128x256x64_c1x2"), (255, 5760, "coop_128x192x64_c1x2")):
             got = _route_packed(probe, dtype, out, 0, 32, 32 * rows_per_group, n, 2880)
             assert got == (want, 0, ""), (dtype, rows_per_group, n, got)
         assert _route_packed(probe, dtype, out, 0, 32, 32 * 512, 4096, 2888) == ("ws_128x256x64_c1x2", 0, ""), \
@@ -318,14 +319,23 @@ def test_ckgemm_config_puts_the_named_instance_first_where_it_fits(probe, monkey
     assert (chosen(4096, 4096, 4096), chosen(16, 4096, 4096)) == (default_big, default_small)
 
 
-def test_the_own_192_row_16bit_tile_runs_only_when_named(probe, monkeypatch):
-    """ckgemm's own 192x192 16-bit tile (ws_fp8.cuh, three consumer warp groups) is never the rule's pick;
-    CKGEMM_CONFIG puts it first for packed calls, with its own bound on rows (a 192-row tile rounded up stays a
-    32-bit int)."""
+def test_the_own_192_row_16bit_tile_takes_small_groups_at_short_k(probe, monkeypatch):
+    """ckgemm's own 192x192 16-bit tile (ws_fp8.cuh, three consumer warp groups) is the pick for packed calls of
+    256 to 512 rows a group on average with K at most 2880, where pairs of 192-wide tiles pad N no more than pairs
+    of 256-wide ones (rules.cpp's own_192_rows_fit); elsewhere CKGEMM_CONFIG still puts it first, with its own bound
+    on rows (a 192-row tile rounded up stays a 32-bit int)."""
     tile, int_max = "ws_192x192x64_c1x2", 2**31 - 1
     for dtype, out in ((torch.bfloat16, 1), (torch.float16, 0)):
-        for rows_per_group, n in ((257, 4096), (2048, 14336), (4096, 4096), (256, 1536), (64, 4096)):
-            assert _route_packed(probe, dtype, out, 0, 8, 8 * rows_per_group, n, 4096)[0] != tile
+        for groups, rows_per_group, n, k in ((128, 256, 1536, 2048), (32, 512, 5760, 2880), (32, 512, 2880, 2880),
+                                             (32, 300, 2880, 64)):
+            assert _route_packed(probe, dtype, out, 0, groups, groups * rows_per_group, n, k) == (tile, 0, ""), \
+                (groups, rows_per_group, n, k)
+        for groups, rows_per_group, n, k in ((32, 512, 4096, 7168), (32, 512, 5760, 2888), (32, 1024, 7168, 2048),
+                                             (32, 513, 5760, 2880), (32, 255, 5760, 2880), (32, 512, 4096, 2048),
+                                             (8, 2048, 14336, 4096), (32, 64, 4096, 2048)):
+            got = _route_packed(probe, dtype, out, 0, groups, groups * rows_per_group, n, k)[0]
+            assert got not in (tile, None), (groups, rows_per_group, n, k, got)
+        assert _route(probe, dtype, out, "RC", 0, 512, 5760, 2880)[3] == "", "list calls: CUTLASS"
         monkeypatch.setenv("CKGEMM_CONFIG", tile)
         assert _route_packed(probe, dtype, out, 0, 8, 8 * 2048, 14336, 4096) == (tile, 0, "")
         assert _route_packed(probe, dtype, out, 0, 1, int_max - 192, 384, 256)[0] == tile

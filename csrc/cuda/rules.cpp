@@ -117,6 +117,13 @@ constexpr int64_t kWideSwapTiles = 128;
 // units_drawn): 1.012-1.015x on 8 x 4096^3 in six processes and 1.004-1.007x on Mixtral in one
 // (docs/PERF_2026-12-06e.md, PERF_2026-12-06d.md). At 256 rows a group (128 experts) it ran 0.98-0.99x, so there it ranks after them
 // (H100 throughout).
+// Its 192x192 tile (three consumer warp groups, ws_fp8_types.cuh) ranks before both where groups average 256 to
+// 512 rows, K is at most 2880 and 192-wide pairs pad N no more than 256-wide pairs do: on gpt-oss (N 5760, K 2880,
+// 512 rows) 1.009-1.018x the 128x192, on its down projection (N 2880) 1.038-1.045x the 128x256, on 128 experts
+// (N 1536, K 2048, 256 rows) 1.022-1.024x CUTLASS's 128x256 (two processes each, bf16 and fp16). It ran level
+// at 1024 rows and K 2048 (DeepSeek-V3 down, 0.994-0.996x), behind at K 7168 and 512 rows (0.986-0.995x) and
+// 3-6% behind on the long-K and larger-group cases (Mixtral, uniform, DeepSeek-V3 prefill, Llama-4 down) (H100,
+// round-robin, docs/PERF_2026-12-07g.md).
 // ckgemm's own RC kernel's 256-wide 8-bit tiles (fp8 unscaled and block-scaled, int8 unscaled) take decode-sized
 // groups where the SwapAB rule would take its 256-wide tile (as many tiles, in clusters sharing A): on DeepSeek-V3 decode (32 groups of
 // 16 rows on average, N 4096, K 7168; H100, graph replay, four rounds) the block-scaled one ran 0.3416 ms, 91.7%
@@ -139,8 +146,12 @@ int64_t padding(int64_t n, int64_t width) { return (n + width - 1) / width * wid
 bool pads_over_5pct(int64_t n, int64_t width) { return padding(n, width) * 20 > n; }
 bool narrow_16bit_fits(int64_t n) { return (padding(n, 512) - padding(n, 384)) * 25 > n; }
 bool own_16bit_fits(int64_t m) { return m > 256; }
+constexpr int64_t kRows192Min = 256, kRows192Max = 512, kK192Max = 2880;
+bool own_192_rows_fit(int64_t m, int64_t n, int64_t k) {
+  return m >= kRows192Min && m <= kRows192Max && k <= kK192Max && padding(n, 384) <= padding(n, 512);
+}
 
-int rank_for(const Spec& s, int64_t m, int64_t n, int64_t groups) {
+int rank_for(const Spec& s, int64_t m, int64_t n, int64_t k, int64_t groups) {
   const bool wide16 = element_bytes(s.kind.dtype) == 2;
   const bool own8_256 = s.schedule.packed_only && !wide16 && s.tn == 256;
   if (own8_256 && pads_over_5pct(n, 512)) return 6;
@@ -153,7 +164,7 @@ int rank_for(const Spec& s, int64_t m, int64_t n, int64_t groups) {
   if (m <= 64) return small_tile ? 2 : swap ? 3 : (s.tn == 256 ? 4 : 5);
   if (swap) return 4;
   if (small_tile) return 3;
-  if (wide16 && s.schedule.packed_only && s.tm == 192) return 3;  // the own 192-row tiles: forced only (CKGEMM_CONFIG)
+  if (wide16 && s.schedule.packed_only && s.tm == 192) return own_192_rows_fit(m, n, k) ? -2 : 3;
   if (wide16 && s.tm == 128) {
     const bool width_fits = (s.tn == 192) == narrow_16bit_fits(n);
     if (s.schedule.packed_only) return width_fits && own_16bit_fits(m) ? -1 : 3;
@@ -214,13 +225,13 @@ std::string kind_rejects(const Kind& kind) {
 }
 
 // The instances of a kind in the selection rule's order (CKGEMM_CONFIG is applied by the router).
-int preferred_instances(const Kind& kind, int64_t m_hint, int64_t n, int64_t, int64_t groups, int* out, int cap) {
+int preferred_instances(const Kind& kind, int64_t m_hint, int64_t n, int64_t k, int64_t groups, int* out, int cap) {
   const std::vector<int>& ids = ids_of(kind);
   std::pair<int, int> ranked[32];
   int count = 0;
   for (int id : ids) {
     if (count == 32) break;
-    ranked[count++] = {rank_for(kSpecs[id], m_hint, n, groups), id};
+    ranked[count++] = {rank_for(kSpecs[id], m_hint, n, k, groups), id};
   }
   std::stable_sort(ranked, ranked + count, [](auto x, auto y) { return x.first < y.first; });
   const int written = count < cap ? count : cap;
