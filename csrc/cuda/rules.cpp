@@ -120,10 +120,10 @@ constexpr int64_t kWideSwapTiles = 128;
 // Its 192x192 tile (three consumer warp groups, ws_fp8_types.cuh) ranks before both where groups average 256 to
 // 512 rows, K is at most 2880 and 192-wide pairs pad N no more than 256-wide pairs do: on gpt-oss (N 5760, K 2880,
 // 512 rows) 1.009-1.018x the 128x192, on its down projection (N 2880) 1.038-1.045x the 128x256, on 128 experts
-// (N 1536, K 2048, 256 rows) 1.022-1.024x CUTLASS's 128x256 (two processes each, bf16 and fp16). It ran level
-// at 1024 rows and K 2048 (DeepSeek-V3 down, 0.994-0.996x), behind at K 7168 and 512 rows (0.986-0.995x) and
-// 3-6% behind on the long-K and larger-group cases (Mixtral, uniform, DeepSeek-V3 prefill, Llama-4 down) (H100,
-// round-robin, docs/PERF_2026-12-07g.md).
+// (N 1536, K 2048, 256 rows) 1.022-1.024x CUTLASS's 128x256 (both gpt-oss cases in bf16 in two processes, the
+// rest in one; every p10 above 1.0). It ran level at 1024 rows and K 2048 (DeepSeek-V3 down, 0.994-0.996x),
+// behind at K 7168 and 512 rows (0.986-0.995x) and 3-6% behind on the long-K and larger-group cases (Mixtral,
+// uniform, DeepSeek-V3 prefill, Llama-4 down) (H100, round-robin, docs/PERF_2026-12-07g.md).
 // ckgemm's own RC kernel's 256-wide 8-bit tiles (fp8 unscaled and block-scaled, int8 unscaled) take decode-sized
 // groups where the SwapAB rule would take its 256-wide tile (as many tiles, in clusters sharing A): on DeepSeek-V3 decode (32 groups of
 // 16 rows on average, N 4096, K 7168; H100, graph replay, four rounds) the block-scaled one ran 0.3416 ms, 91.7%
