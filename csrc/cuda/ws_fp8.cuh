@@ -2,14 +2,16 @@
 // bf16/fp16 and int8, built from CuTe's wgmma/TMA atoms rather than a CUTLASS collective, so the tile and the
 // promotion are ours. The op routes unscaled fp8 packed calls to its 128x192 A-multicast form (decode-sized ones
 // making a wave of 256-wide tiles to its 128x256), block-scaled ones to its 128x256 or 128x192 A-multicast form,
-// 16-bit packed calls of more than 256 rows a group to its 128x256 or 128x192 16-bit form, and int8 decode-sized
+// 16-bit packed calls of more than 256 rows a group to its 128x256 or 128x192 16-bit form (256-512 rows a group at
+// K <= 2880 to its 192x192 one, rules.cpp), and int8 decode-sized
 // ones making a wave of 256-wide tiles to its 128x256 int8 form (ws_instance.cuh, rules.cpp);
 // every fp8 recipe and variant is checked and timed by benchmarks/native/bench_ws_fp8.py (docs/PERF_2026-12-02.md;
 // its row recipe in the op trailed CUTLASS's on short K and many groups, docs/PERF_2026-12-03e.md).
 //
 //   - persistent CTAs of 384 threads in clusters of two: one producer warp group (one thread issues the TMA
 //     loads of 128-byte swizzled K-major tiles into a ring of stages; the cluster's CTAs share A or B through
-//     multicast) and two consumer warp groups, each owning 64 of the tile's 128 rows and all BN columns;
+//     multicast) and two consumer warp groups, each owning 64 of the tile's 128 rows and all BN columns (the
+//     16-bit 192x192 form: 512 threads, three consumer warp groups, BM = 192);
 //   - every 128-deep k-block is four m64nBNk32 wgmmas into a scratch accumulator promoted into the fp32 one
 //     (acc += tmp * scale): promotion interval 4, cuBLAS's precision without fast accumulation. Block scales
 //     (1x128 A, 128x128 B) are that scale (the k-loop is instantiated per column where a 192-wide tile's B
