@@ -13,27 +13,12 @@ import pytest
 import torch
 
 from ckgemm.backends import routes
-from native_probe import DTYPE_CODES, ROOT, Desc, build_probe, load_probe
+from native_probe import DTYPE_CODES, ROOT, Desc, addr, build_probe, load_probe, route, route_packed
 
 
 @pytest.fixture(scope="module")
 def probe(tmp_path_factory):
     return load_probe(tmp_path_factory.mktemp("probe"))
-
-
-def _addr(offset=0):
-    return (1 << 32) + offset
-
-
-def _route(probe, dtype, out, layout, scaling, m, n, k, *, a_off=0, c_off=0, lda=None, ldc=None, scales=False,
-           groups=1):
-    ldb = k if layout == "RC" else n
-    desc = Desc(_addr(a_off), _addr(1 << 28), _addr((2 << 28) + c_off), m, n, k, lda or k, ldb, ldc or n,
-                _addr(3 << 28) if scales else None, _addr(4 << 28) if scales else None)
-    kp, np_, why = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_char_p()
-    code = probe.probe_route(DTYPE_CODES[dtype], out, {"RC": 0, "RR": 1}[layout], scaling, ctypes.byref(desc),
-                             ctypes.c_int64(groups), ctypes.byref(kp), ctypes.byref(np_), ctypes.byref(why))
-    return code, kp.value, np_.value, (why.value or b"").decode()
 
 
 def _kind(probe, instance):
@@ -46,13 +31,13 @@ def test_routes_use_the_instance_table(probe):
     names = [probe.probe_instance_name(i).decode() for i in range(probe.probe_instance_count())]
     assert len(names) == len(set(zip(names, [tuple(_kind(probe, i)[:4]) for i in range(len(names))])))
     bf16, fp8, f32, bf16_out, f16_out = torch.bfloat16, torch.float8_e4m3fn, 2, 1, 0
-    code, _, _, why = _route(probe, bf16, bf16_out, "RC", 0, 4096, 4096, 4096)
+    code, _, _, why = route(probe, bf16, bf16_out, "RC", 0, 4096, 4096, 4096)
     assert why == "" and routes.flags(code) == 0 and _kind(probe, routes.instance(code))[4] >= 128
-    code, _, _, _ = _route(probe, bf16, bf16_out, "RC", 0, 16, 4096, 4096)
+    code, _, _, _ = route(probe, bf16, bf16_out, "RC", 0, 16, 4096, 4096)
     assert _kind(probe, routes.instance(code))[4] == 64, "decode-size 16-bit groups take the 64-row tile"
     for eight_bit, out, scaling in ((fp8, f32, 0), (fp8, bf16_out, 1), (torch.int8, 3, 0), (torch.int8, bf16_out, 1)):
         def tile_m(m, groups=1, n=4096):
-            code, _, _, why = _route(probe, eight_bit, out, "RC", scaling, m, n, 7168, scales=scaling > 0,
+            code, _, _, why = route(probe, eight_bit, out, "RC", scaling, m, n, 7168, scales=scaling > 0,
                                      groups=groups)
             assert why == "", (eight_bit, out, m, why)
             return probe.probe_instance_name(routes.instance(code)).decode(), _kind(probe, routes.instance(code))[4]
@@ -70,88 +55,30 @@ def test_routes_use_the_instance_table(probe):
         assert tile_m(48, 32)[1] == 64, "33-64 rows keep the 64-row ping-pong tile, whatever the group count"
     for n, scaling, out in ((256, 0, f32), (1024, 1, bf16_out), (2048, 0, f32), (5760, 1, bf16_out), (14336, 0, f32)):
         # fp8 takes 128x192 unless its last tile pads N by more than 5% (256 -> 384, 1024 -> 1152)
-        code, _, _, _ = _route(probe, fp8, out, "RC", scaling, 4096, n, 7168, scales=scaling > 0)
+        code, _, _, _ = route(probe, fp8, out, "RC", scaling, 4096, n, 7168, scales=scaling > 0)
         want = "coop_128x192x128_c1x2" if n in (2048, 5760, 14336) else "coop_128x128x128_c1x2"
         assert probe.probe_instance_name(routes.instance(code)).decode() == want, (n, scaling)
-    code, _, _, _ = _route(probe, fp8, bf16_out, "RC", 2, 16, 4096, 7168, scales=True)
+    code, _, _, _ = route(probe, fp8, bf16_out, "RC", 2, 16, 4096, 7168, scales=True)
     assert probe.probe_instance_name(routes.instance(code)).decode() == "coop_blockwise_swapab_32x128x128"
-    code, _, _, _ = _route(probe, fp8, bf16_out, "RC", 2, 16, 4096, 7168, scales=True, groups=32)
+    code, _, _, _ = route(probe, fp8, bf16_out, "RC", 2, 16, 4096, 7168, scales=True, groups=32)
     assert probe.probe_instance_name(routes.instance(code)).decode() == "coop_blockwise_swapab_32x256x128"
-    code, _, _, _ = _route(probe, bf16, bf16_out, "RC", 0, 256, 256, 256, a_off=2)
+    code, _, _, _ = route(probe, bf16, bf16_out, "RC", 0, 256, 256, 256, a_off=2)
     assert routes.flags(code) == routes.FLAG_REPACK_A, "only the misaligned operand is copied"
-    code, kp, _, _ = _route(probe, torch.float16, 0, "RC", 0, 64, 64, 30)
+    code, kp, _, _ = route(probe, torch.float16, 0, "RC", 0, 64, 64, 30)
     assert routes.flags(code) & (routes.FLAG_REPACK_A | routes.FLAG_REPACK_B) and kp == 32, "K padded to 16 elements"
-    code, _, _, _ = _route(probe, fp8, f32, "RR", 0, 512, 4096, 7168)
+    code, _, _, _ = route(probe, fp8, f32, "RR", 0, 512, 4096, 7168)
     assert routes.flags(code) & routes.FLAG_TRANSPOSE_B and _kind(probe, routes.instance(code))[2] == 0  # RC
-    code, _, np_, _ = _route(probe, fp8, f16_out, "RC", 1, 256, 256, 256, scales=True)
+    code, _, np_, _ = route(probe, fp8, f16_out, "RC", 1, 256, 256, 256, scales=True)
     assert routes.flags(code) & routes.FLAG_STAGE_C and _kind(probe, routes.instance(code))[1] == f32, \
         "fp16 out of a scaled call: computed in fp32 and converted once"
-    code, _, np_, _ = _route(probe, fp8, bf16_out, "RC", 2, 256, 20, 256, scales=True)
+    code, _, np_, _ = route(probe, fp8, bf16_out, "RC", 2, 256, 20, 256, scales=True)
     assert routes.flags(code) & routes.FLAG_STAGE_C and routes.flags(code) & routes.FLAG_REPACK_B and np_ == 32
-    code, _, _, _ = _route(probe, fp8, f32, "RC", 0, 64, 20, 256, c_off=4, ldc=21)
+    code, _, _, _ = route(probe, fp8, f32, "RC", 0, 64, 20, 256, c_off=4, ldc=21)
     assert routes.flags(code) == 0 and _kind(probe, routes.instance(code))[9] == 1, \
         "unscaled: the direct-store instance writes a misaligned C as it is"
     assert probe.probe_kind_rejects(2, 2, 1, 0) == b"", "fp8 RR -> fp32: the own RR kernel's kind (packed calls)"
     assert probe.probe_kind_rejects(2, 1, 1, 1), "row-scaled fp8 RR: no RR instance (it transposes)"
     assert probe.probe_kind_rejects(2, 1, 0, 2) == b""  # fp8 block -> bf16 exists
-
-
-def test_16bit_takes_the_192_wide_tile_only_where_its_pairs_pad_n_less(probe):
-    """16-bit RC: 128x192 where its pairs of N-blocks (1x2 clusters) pad N by more than 4% of N less than the
-    256-wide pairs do (gpt-oss, N 5760: 384 columns against none); 128x256 for every N that 512 divides, where
-    both pad alike (N 2880: 192 each, where 128x256 ran faster) and where 192 pads more; RR has no 192-wide
-    tile; decode-sized groups keep the 64-row tile."""
-    for dtype, out in ((torch.bfloat16, 1), (torch.float16, 0)):
-        def name(m, n, layout="RC"):
-            code, _, _, why = _route(probe, dtype, out, layout, 0, m, n, 2880)
-            assert why == "", (dtype, m, n, why)
-            return probe.probe_instance_name(routes.instance(code)).decode()
-        for n, want in ((5760, "coop_128x192x64_c1x2"),
-                        (2880, "coop_128x256x64_c1x2"),  # pairs pad 192 either way
-                        (4096, "coop_128x256x64_c1x2"), (7168, "coop_128x256x64_c1x2"), (1536, "coop_128x256x64_c1x2"),
-                        (1000, "coop_128x256x64_c1x2"),  # 256 pairs pad 24, 192 pairs 152
-                        (12800 + 192, "coop_128x256x64_c1x2"),  # pairs pad 320 against 64: 2% of N
-                        (192, "coop_128x192x64_c1x2")):
-            assert name(512, n) == want, (dtype, n)
-        assert name(512, 5760, "RR") == "coop_128x256x64_c1x2", "no RR 128x192 instance"
-        assert name(64, 5760).startswith("pingpong_64x128"), "groups of up to 64 rows keep the 64-row tile"
-        assert name(65, 5760) == "coop_128x192x64_c1x2"
-        code, _, _, why = _route(probe, dtype, out, "RC", 0, 4096, 5760, 2880, groups=32)
-        assert why == "" and probe.probe_instance_name(routes.instance(code)).decode() == "coop_128x192x64_c1x2"
-
-
-def test_16bit_packed_calls_of_more_than_256_rows_a_group_take_ckgemm_own_kernel(probe):
-    """ckgemm's own kernel (ws_fp8.cuh; units drawn in turn below 2048 rows a group, by stride from there) for
-    packed 16-bit calls averaging more than 256 rows a group, at the width CUTLASS's tile would have (outside its
-    192x192 tile's range of small groups at short K: the next test); CUTLASS's
-    tiles for fewer rows a group, for list calls (the own kernel takes only the packed form) and where its TMA
-    cannot read the operands."""
-    for dtype, out in ((torch.bfloat16, 1), (torch.float16, 0)):
-        for rows_per_group, n, want in ((257, 4096, "ws_128x256x64_c1x2"), (512, 4096, "ws_128x256x64_c1x2"),
-                                        (1024, 4096, "ws_128x256x64_c1x2"), (2047, 7168, "ws_128x256x64_c1x2"),
-                                        (1024, 5760, "ws_128x192x64_c1x2"), (1024, 2880, "ws_128x256x64_c1x2"),
-                                        (2048, 14336, "ws_128x256x64_c1x2"), (4096, 4096, "ws_128x256x64_c1x2"),
-                                        (8192, 5760, "ws_128x192x64_c1x2"),
-                                        (255, 1536, "coop_128x256x64_c1x2"), (255, 5760, "coop_128x192x64_c1x2")):
-            got = _route_packed(probe, dtype, out, 0, 32, 32 * rows_per_group, n, 2880)
-            assert got == (want, 0, ""), (dtype, rows_per_group, n, got)
-        assert _route_packed(probe, dtype, out, 0, 32, 32 * 512, 4096, 2888) == ("ws_128x256x64_c1x2", 0, ""), \
-            "K 2888: 5776 bytes, whole 16-byte pieces"
-        name, flags, why = _route_packed(probe, dtype, out, 0, 32, 32 * 512, 4096, 2884)
-        assert why == "" and flags & routes.FLAG_REPACK_A, "K 2884 (5768 bytes): TMA needs A copied to 16-byte rows"
-        assert _route(probe, dtype, out, "RC", 0, 512, 4096, 2880)[3] == "" and \
-            probe.probe_instance_name(routes.instance(_route(probe, dtype, out, "RC", 0, 512, 4096, 2880)[0])).decode() \
-            == "coop_128x256x64_c1x2", "list calls: CUTLASS"
-        assert _route_packed(probe, dtype, out, 0, 32, 32 * 512, 4096, 2880, layout="RR")[0] == "coop_128x256x64_c1x2"
-
-
-def _route_packed(probe, dtype, out, scaling, groups, rows, n, k, *, layout="RC", c_off=0, ldc=None):
-    why = ctypes.c_char_p()
-    code = probe.probe_route_packed(DTYPE_CODES[dtype], out, {"RC": 0, "RR": 1}[layout], scaling, groups,
-                                    ctypes.c_int64(rows), ctypes.c_int64(n), ctypes.c_int64(k), ctypes.c_int64(c_off),
-                                    ctypes.c_int64(ldc or n), ctypes.byref(why))
-    name = probe.probe_instance_name(routes.instance(code)).decode() if (why.value or b"") == b"" else None
-    return name, routes.flags(code), (why.value or b"").decode()
 
 
 @pytest.mark.parametrize("dtype,out", [(torch.int8, 3), (torch.float8_e4m3fn, 2)], ids=["int8", "fp8"])
@@ -163,15 +90,15 @@ def test_packed_8bit_rr_takes_ckgemm_own_rr_kernel_without_a_transpose(probe, dt
     bf16_out = 1
     own = "ws_128x256x128_c1x2"
     for rows in (512, 4096, 32768, 262144):
-        assert _route_packed(probe, dtype, out, 0, 32, rows, 4096, 7168, layout="RR") == (own, 0, ""), rows
-    assert _route_packed(probe, dtype, out, 0, 8, 4096, 4096, 2048, layout="RR", c_off=4, ldc=4097) == (own, 0, ""), \
+        assert route_packed(probe, dtype, out, 0, 32, rows, 4096, 7168, layout="RR") == (own, 0, ""), rows
+    assert route_packed(probe, dtype, out, 0, 8, 4096, 4096, 2048, layout="RR", c_off=4, ldc=4097) == (own, 0, ""), \
         "C offset by one element and an odd ldc: the kernel stores 32-bit pieces where C allows"
     for n, k, groups in ((40, 2048, 8), (4096, 200, 8), (4096, 2048, 1025)):
-        name, flags, why = _route_packed(probe, dtype, out, 0, groups, 100 * groups, n, k, layout="RR")
+        name, flags, why = route_packed(probe, dtype, out, 0, groups, 100 * groups, n, k, layout="RR")
         assert why == "" and name != own and flags & routes.FLAG_TRANSPOSE_B, (n, k, groups, name)
-    name, flags, _ = _route_packed(probe, dtype, bf16_out, 1, 8, 4096, 4096, 2048, layout="RR")
+    name, flags, _ = route_packed(probe, dtype, bf16_out, 1, 8, 4096, 4096, 2048, layout="RR")
     assert name != own and flags & routes.FLAG_TRANSPOSE_B, "row scales: no own RR instance"
-    code, _, _, _ = _route(probe, dtype, out, "RR", 0, 512, 4096, 7168)
+    code, _, _, _ = route(probe, dtype, out, "RR", 0, 512, 4096, 7168)
     assert routes.flags(code) & routes.FLAG_TRANSPOSE_B and _kind(probe, routes.instance(code))[2] == 0, \
         "a list group: transposed to the RC tiles"
     assert probe.probe_kind_rejects(DTYPE_CODES[dtype], out, 1, 0) == b"", "the own RR kernel's kind"
@@ -186,58 +113,58 @@ def test_packed_unscaled_fp8_takes_ckgemm_own_kernel_where_its_rule_allows(probe
     Block-scaled calls take its 256-wide tile where pairs of it pad N by at most 5%, else its 192-wide one."""
     fp8, f32, bf16_out = torch.float8_e4m3fn, 2, 1
     own = "ws_128x192x128_c1x2"
-    assert _route_packed(probe, fp8, f32, 0, 32, 32768, 4096, 7168) == (own, 0, "")
-    assert _route_packed(probe, fp8, f32, 0, 8, 4096, 4097, 2880, c_off=4, ldc=4099) == (own, 0, ""), \
+    assert route_packed(probe, fp8, f32, 0, 32, 32768, 4096, 7168) == (own, 0, "")
+    assert route_packed(probe, fp8, f32, 0, 8, 4096, 4097, 2880, c_off=4, ldc=4099) == (own, 0, ""), \
         "odd N and a C offset by one element: the own kernel writes any C"
-    assert _route_packed(probe, fp8, f32, 0, 1, 512, 256, 128)[0] == "coop_128x128x128_c1x2", \
+    assert route_packed(probe, fp8, f32, 0, 1, 512, 256, 128)[0] == "coop_128x128x128_c1x2", \
         "N 256 pads a 192-wide tile by 50%: the 128-wide CUTLASS tile ranks first"
-    assert _route_packed(probe, fp8, f32, 0, 1024, 1024 * 100, 2048, 256)[0] == own
-    name, flags, why = _route_packed(probe, fp8, f32, 0, 1025, 1025 * 100, 2048, 256)
+    assert route_packed(probe, fp8, f32, 0, 1024, 1024 * 100, 2048, 256)[0] == own
+    name, flags, why = route_packed(probe, fp8, f32, 0, 1025, 1025 * 100, 2048, 256)
     assert why == "" and name == "coop_128x192x128_c1x2" and flags == 0, "past 1024 groups: CUTLASS"
     # the kernel rounds rows, N and K up to tiles in 32-bit ints: it takes sizes that stay below 2^31 after that
     int_max = 2**31 - 1
-    assert _route_packed(probe, fp8, f32, 0, 1, int_max - 128, 384, 256)[0] == own
-    assert _route_packed(probe, fp8, f32, 0, 1, int_max - 127, 384, 256)[0] not in (own, None)
-    assert _route_packed(probe, fp8, f32, 0, 1, 4096, int_max - 512 - 7, 256)[0] == own
-    assert _route_packed(probe, fp8, f32, 0, 1, 4096, int_max - 511 + 7, 256)[0] not in (own, None)
-    assert _route_packed(probe, fp8, f32, 0, 1, 4096, 384, int_max - 128 - 15)[0] == own
-    assert _route_packed(probe, fp8, f32, 0, 1, 4096, 384, int_max - 127 + 15)[0] not in (own, None)
-    name, flags, _ = _route_packed(probe, fp8, f32, 0, 4, 4096, 2048, 200)
+    assert route_packed(probe, fp8, f32, 0, 1, int_max - 128, 384, 256)[0] == own
+    assert route_packed(probe, fp8, f32, 0, 1, int_max - 127, 384, 256)[0] not in (own, None)
+    assert route_packed(probe, fp8, f32, 0, 1, 4096, int_max - 512 - 7, 256)[0] == own
+    assert route_packed(probe, fp8, f32, 0, 1, 4096, int_max - 511 + 7, 256)[0] not in (own, None)
+    assert route_packed(probe, fp8, f32, 0, 1, 4096, 384, int_max - 128 - 15)[0] == own
+    assert route_packed(probe, fp8, f32, 0, 1, 4096, 384, int_max - 127 + 15)[0] not in (own, None)
+    name, flags, _ = route_packed(probe, fp8, f32, 0, 4, 4096, 2048, 200)
     assert name == own and flags == routes.FLAG_REPACK_A | routes.FLAG_REPACK_B, \
         "K 200: the copies pad K to 208, which the own kernel takes"
-    assert _route_packed(probe, fp8, f32, 0, 4, 4096, 2048, 7168, layout="RR")[:2] == ("ws_128x256x128_c1x2", 0), \
+    assert route_packed(probe, fp8, f32, 0, 4, 4096, 2048, 7168, layout="RR")[:2] == ("ws_128x256x128_c1x2", 0), \
         "packed unscaled fp8 RR: the own RR kernel, no transpose"
-    assert _route_packed(probe, fp8, f32, 0, 4, 64, 4096, 7168)[0].startswith("coop_swapab_"), "16 rows a group"
-    assert _route_packed(probe, fp8, bf16_out, 1, 32, 32768, 4096, 7168)[0] == "coop_128x192x128_c1x2"
+    assert route_packed(probe, fp8, f32, 0, 4, 64, 4096, 7168)[0].startswith("coop_swapab_"), "16 rows a group"
+    assert route_packed(probe, fp8, bf16_out, 1, 32, 32768, 4096, 7168)[0] == "coop_128x192x128_c1x2"
     wide = "ws_128x256x128_c1x2"  # the own kernel's block-scaled 256-wide tile, first where pairs of it fit N
-    assert _route_packed(probe, fp8, bf16_out, 2, 32, 32768, 4096, 7168) == (wide, 0, ""), "block scales, bf16 out"
-    assert _route_packed(probe, fp8, bf16_out, 2, 128, 32768, 1536, 2048)[0] == wide
-    assert _route_packed(probe, fp8, bf16_out, 2, 3, 269, 10300, 384)[0] == wide, "41 tiles: 4.4% past N in pairs"
+    assert route_packed(probe, fp8, bf16_out, 2, 32, 32768, 4096, 7168) == (wide, 0, ""), "block scales, bf16 out"
+    assert route_packed(probe, fp8, bf16_out, 2, 128, 32768, 1536, 2048)[0] == wide
+    assert route_packed(probe, fp8, bf16_out, 2, 3, 269, 10300, 384)[0] == wide, "41 tiles: 4.4% past N in pairs"
     for n in (3851, 5760, 384):  # pairs of 256-wide tiles pad N by 6.4%, 6.7%, 33%: the 192-wide tile
-        assert _route_packed(probe, fp8, bf16_out, 2, 8, 8192, n, 2048)[0] == own, n
+        assert route_packed(probe, fp8, bf16_out, 2, 8, 8192, n, 2048)[0] == own, n
         # groups of 48 rows with a C that CUTLASS's small tiles cannot write (offset by one element): the own
         # kernel writes any C; the padding rule holds there too
-        assert _route_packed(probe, fp8, bf16_out, 2, 8, 384, n, 2048, c_off=2, ldc=n + 1)[0] == own, n
-    assert _route_packed(probe, fp8, bf16_out, 2, 8, 384, 4096, 2048, c_off=2, ldc=4097)[0] == wide
+        assert route_packed(probe, fp8, bf16_out, 2, 8, 384, n, 2048, c_off=2, ldc=n + 1)[0] == own, n
+    assert route_packed(probe, fp8, bf16_out, 2, 8, 384, 4096, 2048, c_off=2, ldc=4097)[0] == wide
     # a tile's B scales for every k-block sit in shared memory: at most 512 k-blocks (K <= 65536) with block scales
-    assert _route_packed(probe, fp8, bf16_out, 2, 4, 4096, 4096, 65536) == (wide, 0, "")
-    assert _route_packed(probe, fp8, bf16_out, 2, 4, 4096, 384, 65536) == (own, 0, "")
-    name, _, why = _route_packed(probe, fp8, bf16_out, 2, 4, 4096, 4096, 65536 + 16)
+    assert route_packed(probe, fp8, bf16_out, 2, 4, 4096, 4096, 65536) == (wide, 0, "")
+    assert route_packed(probe, fp8, bf16_out, 2, 4, 4096, 384, 65536) == (own, 0, "")
+    name, _, why = route_packed(probe, fp8, bf16_out, 2, 4, 4096, 4096, 65536 + 16)
     assert why == "" and name.startswith("coop_blockwise_"), "513 k-blocks: CUTLASS's blockwise tile"
-    assert _route_packed(probe, fp8, f32, 0, 4, 4096, 4096, 65536 + 16)[0] == own, "no block scales: no K limit"
-    assert _route_packed(probe, fp8, f32, 2, 32, 32768, 4096, 7168)[0] == "pingpong_blockwise_64x128x128", \
+    assert route_packed(probe, fp8, f32, 0, 4, 4096, 4096, 65536 + 16)[0] == own, "no block scales: no K limit"
+    assert route_packed(probe, fp8, f32, 2, 32, 32768, 4096, 7168)[0] == "pingpong_blockwise_64x128x128", \
         "block scales to fp32: CUTLASS's only instance of that kind"
-    assert _route_packed(probe, fp8, bf16_out, 2, 4, 64, 4096, 7168)[0].startswith("coop_blockwise_swapab_")
-    assert _route_packed(probe, fp8, bf16_out, 2, 1, 512, 256, 512)[0] == "coop_blockwise_128x128x128_c1x2", \
+    assert route_packed(probe, fp8, bf16_out, 2, 4, 64, 4096, 7168)[0].startswith("coop_blockwise_swapab_")
+    assert route_packed(probe, fp8, bf16_out, 2, 1, 512, 256, 512)[0] == "coop_blockwise_128x128x128_c1x2", \
         "N 256 pads a 192-wide tile by 50% and a pair of 256-wide ones by 100%: CUTLASS's 128-wide blockwise tile"
-    assert _route_packed(probe, torch.int8, 3, 0, 32, 32768, 4096, 7168)[0] == "coop_128x256x128_c1x2"
-    code, _, _, why = _route(probe, fp8, f32, "RC", 0, 4096, 4096, 7168)
+    assert route_packed(probe, torch.int8, 3, 0, 32, 32768, 4096, 7168)[0] == "coop_128x256x128_c1x2"
+    code, _, _, why = route(probe, fp8, f32, "RC", 0, 4096, 4096, 7168)
     assert why == "" and probe.probe_instance_name(routes.instance(code)).decode() == "coop_128x192x128_c1x2", \
         "a list group never reaches the packed-only kernel"
     own_id = [probe.probe_instance_name(i).decode() for i in range(probe.probe_instance_count())].index(own)
-    desc = Desc(_addr(), _addr(1 << 28), _addr(2 << 28), 4096, 4096, 7168, 7168, 7168, 4096, None, None)
+    desc = Desc(addr(), addr(1 << 28), addr(2 << 28), 4096, 4096, 7168, 7168, 7168, 4096, None, None)
     assert b"packed form" in probe.probe_instance_rejects(own_id, ctypes.byref(desc))
-    _, _, _, why = _route(probe, fp8, f32, "RC", 0, 2**31, 4096, 7168)
+    _, _, _, why = route(probe, fp8, f32, "RC", 0, 2**31, 4096, 7168)
     assert why.startswith("coop_128x192x128_c1x2: ") and "2^31" in why, \
         "a packed-only instance's refusal is never the reason a list group is given"
 
@@ -250,17 +177,17 @@ def test_decode_sized_packed_8bit_takes_the_own_256_wide_tile_where_swapab_would
     own = "ws_128x256x128_c1x2"
     for dtype, scaling, out, swap in ((fp8, 0, f32, "coop_swapab"), (fp8, 2, bf16_out, "coop_blockwise_swapab"),
                                       (torch.int8, 0, i32, "coop_swapab")):
-        route = lambda *shape: _route_packed(probe, dtype, out, scaling, *shape)  # noqa: E731
+        route = lambda *shape: route_packed(probe, dtype, out, scaling, *shape)  # noqa: E731
         assert route(32, 512, 4096, 7168) == (own, 0, ""), (dtype, scaling)
         assert [route(8, 128, 4096, 7168)[0], route(128, 128 * 8, 2048, 7168)[0]] == [own, own], "128 tiles or more"
         assert route(7, 112, 4096, 7168)[0] == f"{swap}_32x128x128", "112 tiles"
         assert route(32, 512, 3832, 7168)[0] == f"{swap}_32x256x128", "N pads pairs by 6.9%"
         assert route(32, 32 * 48, 4096, 7168)[0].startswith("pingpong"), "48 rows a group"
-    prefill = [_route_packed(probe, dt, o, 0, 8, 8192, 1024, 7168)[0] for dt, o in ((fp8, f32), (torch.int8, i32))]
+    prefill = [route_packed(probe, dt, o, 0, 8, 8192, 1024, 7168)[0] for dt, o in ((fp8, f32), (torch.int8, i32))]
     assert prefill == ["coop_128x128x128_c1x2", "coop_128x256x128_c1x2"], "unscaled prefill: CUTLASS's tiles"
-    assert _route_packed(probe, fp8, bf16_out, 2, 8, 8192, 1024, 7168)[0] == own, "block-scaled prefill: its rule"
-    assert _route_packed(probe, torch.int8, i32, 0, 1025, 1025 * 16, 4096, 7168) == ("coop_swapab_32x256x128", 0, "")
-    row = [_route_packed(probe, dt, bf16_out, 1, 32, 512, 4096, 7168)[0] for dt in (torch.int8, fp8)]
+    assert route_packed(probe, fp8, bf16_out, 2, 8, 8192, 1024, 7168)[0] == own, "block-scaled prefill: its rule"
+    assert route_packed(probe, torch.int8, i32, 0, 1025, 1025 * 16, 4096, 7168) == ("coop_swapab_32x256x128", 0, "")
+    row = [route_packed(probe, dt, bf16_out, 1, 32, 512, 4096, 7168)[0] for dt in (torch.int8, fp8)]
     assert row == ["coop_swapab_32x256x128"] * 2, "row scales: no own RC instance"
 
 
@@ -306,7 +233,7 @@ def test_ckgemm_config_puts_the_named_instance_first_where_it_fits(probe, monkey
     """The router (route.h, every backend) applies CKGEMM_CONFIG; names that do not fit, or name no
     instance, leave the selection rule's choice."""
     def chosen(m, n, k, **kw):
-        code, _, _, why = _route(probe, torch.bfloat16, 1, "RC", 0, m, n, k, **kw)
+        code, _, _, why = route(probe, torch.bfloat16, 1, "RC", 0, m, n, k, **kw)
         assert why == "", why
         return probe.probe_instance_name(routes.instance(code)).decode()
 
@@ -317,30 +244,6 @@ def test_ckgemm_config_puts_the_named_instance_first_where_it_fits(probe, monkey
     assert chosen(300, 200, 256, c_off=2).startswith("pingpong"), "a TMA-store tile cannot write a misaligned C"
     monkeypatch.setenv("CKGEMM_CONFIG", "no_such_instance")
     assert (chosen(4096, 4096, 4096), chosen(16, 4096, 4096)) == (default_big, default_small)
-
-
-def test_the_own_192_row_16bit_tile_takes_small_groups_at_short_k(probe, monkeypatch):
-    """ckgemm's own 192x192 16-bit tile (ws_fp8.cuh, three consumer warp groups) is the pick for packed calls of
-    256 to 512 rows a group on average with K at most 2880, where pairs of 192-wide tiles pad N no more than pairs
-    of 256-wide ones (rules.cpp's own_192_rows_fit); elsewhere CKGEMM_CONFIG still puts it first, with its own bound
-    on rows (a 192-row tile rounded up stays a 32-bit int)."""
-    tile, int_max = "ws_192x192x64_c1x2", 2**31 - 1
-    for dtype, out in ((torch.bfloat16, 1), (torch.float16, 0)):
-        for groups, rows_per_group, n, k in ((128, 256, 1536, 2048), (32, 512, 5760, 2880), (32, 512, 2880, 2880),
-                                             (32, 300, 2880, 64)):
-            assert _route_packed(probe, dtype, out, 0, groups, groups * rows_per_group, n, k) == (tile, 0, ""), \
-                (groups, rows_per_group, n, k)
-        for groups, rows_per_group, n, k in ((32, 512, 4096, 7168), (32, 512, 5760, 2888), (32, 1024, 7168, 2048),
-                                             (32, 513, 5760, 2880), (32, 255, 5760, 2880), (32, 512, 4096, 2048),
-                                             (8, 2048, 14336, 4096), (32, 64, 4096, 2048)):
-            got = _route_packed(probe, dtype, out, 0, groups, groups * rows_per_group, n, k)[0]
-            assert got not in (tile, None), (groups, rows_per_group, n, k, got)
-        assert _route(probe, dtype, out, "RC", 0, 512, 5760, 2880)[3] == "", "list calls: CUTLASS"
-        monkeypatch.setenv("CKGEMM_CONFIG", tile)
-        assert _route_packed(probe, dtype, out, 0, 8, 8 * 2048, 14336, 4096) == (tile, 0, "")
-        assert _route_packed(probe, dtype, out, 0, 1, int_max - 192, 384, 256)[0] == tile
-        assert _route_packed(probe, dtype, out, 0, 1, int_max - 191, 384, 256)[0] not in (tile, None)
-        monkeypatch.delenv("CKGEMM_CONFIG")
 
 
 def test_every_route_lands_on_an_instance_that_accepts_it(probe):
@@ -356,7 +259,7 @@ def test_every_route_lands_on_an_instance_that_accepts_it(probe):
             out = rng.choice([0, 1, 2])
         m, n, k = rng.choice([1, 17, 64, 300]), rng.choice([8, 20, 128, 1000]), rng.choice([16, 30, 128, 4099])
         layout, a_off, c_off = rng.choice(["RC", "RR"]), rng.choice([0, 0, 2]), rng.choice([0, 0, 2])
-        code, kp, np_, why = _route(probe, dtype, out, layout, scaling, m, n, k, a_off=a_off, c_off=c_off,
+        code, kp, np_, why = route(probe, dtype, out, layout, scaling, m, n, k, a_off=a_off, c_off=c_off,
                                     scales=bool(scaling))
         assert why == "" and routes.kind(code) == routes.KIND_KERNEL, why
         assert kp >= k and kp % 16 == 0 or kp == k
@@ -368,9 +271,9 @@ def test_every_route_lands_on_an_instance_that_accepts_it(probe):
                                                           routes.FLAG_STAGE_C))
         assert kp == k or (copy_a and copy_b) and (np_ == n or stage)
         ldb = kp if copy_b else (k if layout == "RC" else n)
-        routed = Desc(_addr(5 << 28) if copy_a else _addr(a_off), _addr(6 << 28) if copy_b else _addr(1 << 28),
-                      _addr(7 << 28) if stage else _addr((2 << 28) + c_off), m, np_, kp, kp if copy_a else k, ldb,
-                      np_ if stage else n, _addr(3 << 28) if scaling else None, _addr(4 << 28) if scaling else None)
+        routed = Desc(addr(5 << 28) if copy_a else addr(a_off), addr(6 << 28) if copy_b else addr(1 << 28),
+                      addr(7 << 28) if stage else addr((2 << 28) + c_off), m, np_, kp, kp if copy_a else k, ldb,
+                      np_ if stage else n, addr(3 << 28) if scaling else None, addr(4 << 28) if scaling else None)
         assert probe.probe_instance_rejects(routes.instance(code), ctypes.byref(routed)) == b"", (dtype, layout, m, n, k)
 
 
@@ -403,7 +306,6 @@ def test_a_dtype_filtered_build_numbers_its_instances_as_the_runner_does(tmp_pat
             kind = (_DTYPE_CODE[row["dtype"]], _OUT_CODE[row["out"]], row["layout"] == "RR", _SCALING_CODE[row["scaling"]])
             assert tuple(fields[:4]) == kind and "x".join(str(v) for v in fields[4:7]) == row["tile"], (chosen, i, row)
             assert row["tile"] in so.probe_instance_name(i).decode(), (chosen, i, row)
-
 
 
 def test_every_route_flag_is_named_in_the_dispatch_record():
