@@ -1,11 +1,11 @@
 """ckgemm's own grouped kernel (csrc/cuda/ws_fp8.cuh) on bf16 and fp16 operands: packed RC calls, its 128x256,
-128x192 and 192x192 tiles forced with CKGEMM_CONFIG, checked against the harness reference with NaN-poisoned outputs (tile
-edges of its warp groups' 64-row halves, empty groups, a partial last k-block, N past the last tile pair, odd N
-through the scalar store), against CUTLASS's cooperative tile of the same width (192x192: its 128x192) bit for bit (the same k16
-wgmmas summed in the same order into fp32, rounded once), with its units drawn in turn (CKGEMM_WS_UNITS=dynamic,
-the default below 2048 rows a group) and by stride (static) to the same bits, under graph replay with new device
-sizes, and as the op's pick for packed calls of more than 256 rows a group and its 192x192 tile for small groups at short K
-(csrc/cuda/rules.cpp). CUTLASS only."""
+128x192 and 192x192 tiles forced with CKGEMM_CONFIG, checked against the harness reference with NaN-poisoned
+outputs (tile edges of its warp groups' 64-row blocks, empty groups, a partial last k-block, N past the last tile
+pair, odd N through the scalar store), against CUTLASS's cooperative tile of the same width (192x192: its 128x192)
+bit for bit (the same k16 wgmmas summed in the same order into fp32, rounded once), with its units drawn in turn
+(CKGEMM_WS_UNITS=dynamic, the default below 2048 rows a group) and by stride (static) to the same bits, under graph
+replay with new device sizes, and as the op's pick for packed calls of more than 256 rows a group and, its 192x192
+tile, for small groups at short K (csrc/cuda/rules.cpp). CUTLASS only."""
 from __future__ import annotations
 
 import os
