@@ -80,7 +80,9 @@ def test_the_own_192_row_16bit_tile_takes_small_groups_at_short_k(probe, monkeyp
                                              (8, 2048, 14336, 4096), (32, 64, 4096, 2048)):
             got = route_packed(probe, dtype, out, 0, groups, groups * rows_per_group, n, k)[0]
             assert got not in (tile, None), (groups, rows_per_group, n, k, got)
-        assert route(probe, dtype, out, "RC", 0, 512, 5760, 2880)[3] == "", "list calls: CUTLASS"
+        code, _, _, why = route(probe, dtype, out, "RC", 0, 512, 5760, 2880)
+        assert why == "" and probe.probe_instance_name(routes.instance(code)).decode().startswith("coop_"), \
+            "list calls: CUTLASS"
         monkeypatch.setenv("CKGEMM_CONFIG", tile)
         assert route_packed(probe, dtype, out, 0, 8, 8 * 2048, 14336, 4096) == (tile, 0, "")
         assert route_packed(probe, dtype, out, 0, 1, int_max - 192, 384, 256)[0] == tile

@@ -76,9 +76,9 @@ __global__ void __launch_bounds__(threads_of(BM), 1) grouped_fp8_kernel(const __
   if (tid == 0) {
     for (int i = 0; i < kStages; ++i) {
       Barrier::init(&s.full[i], kScaleWarp ? 1 + 32 : 1);  // the TMA thread (+ the scale warp's lanes)
-      Barrier::init(&s.empty[i], 2 * 4 * Cfg::kConsumers);  // each consumer warp of both CTAs
+      Barrier::init(&s.empty[i], Cfg::kClusterConsumerWarps);
     }
-    if constexpr (Dyn) init_units(s.units, unit_readers(Cfg::kConsumers));
+    if constexpr (Dyn) init_units(s.units, 1 + Cfg::kClusterConsumerWarps);  // rank 1's TMA thread too
     cutlass::arch::fence_barrier_init();
   }
   build_table<McastB, BM>(s, p, n_blocks);

@@ -13,10 +13,9 @@
 
 namespace ckgemm::ws {
 
-constexpr int kBlockM = 128, kBlockK = 128, kThreads = 384, kMaxGroups = 1024, kMaxTileN = 256;
-// A CTA's threads with tiles of bm rows: one producer warp group and a consumer warp group per 64 rows (kThreads at
-// 128 rows).
+// A CTA's threads with tiles of bm rows: one producer warp group and a consumer warp group per 64 rows.
 constexpr int threads_of(int bm) { return 128 * (1 + bm / 64); }
+constexpr int kBlockM = 128, kBlockK = 128, kThreads = threads_of(kBlockM), kMaxGroups = 1024, kMaxTileN = 256;
 // Block scales fed as DeepGEMM does (kFeedTma, ws_fp8.cuh): a consumer warp group holds the tile's B scales for
 // every k-block in shared memory, and the TMA thread copies a stage's A scales for the tile's rows from its first
 // rounded down to 4.

@@ -50,6 +50,7 @@ struct Config {
   static_assert((BN == 128 || BN == 192 || BN == 256) && BN <= kMaxTileN, "tile columns: 128, 192 or 256");
   static_assert(BM == kBlockM || (BM == 192 && BN == 192 && !McastB), "tile rows: 128, or 192 x 192 sharing A");
   static constexpr int kConsumers = BM / 64;  // consumer warp groups, one m64 block of rows each
+  static constexpr int kClusterConsumerWarps = 2 * 4 * kConsumers;  // both CTAs': each arrives on every empty barrier
   static constexpr int kThreadsCta = threads_of(BM);
   static constexpr int kHalves = BN == 256 ? 2 : 1, kMmaN = BN / kHalves;  // columns of one wgmma
   // Stages: what fits in shared memory beside the scales' and the table's (about 26 KB; 10 KB at 192 rows, which

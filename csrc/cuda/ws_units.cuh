@@ -21,8 +21,6 @@
 namespace ckgemm::ws {
 
 constexpr int kUnitSlots = 4;
-// A unit's readers with `consumers` consumer warp groups a CTA: rank 1's TMA thread, each consumer warp of both CTAs.
-constexpr int unit_readers(int consumers) { return 1 + 2 * 4 * consumers; }
 
 struct UnitRing {
   int unit[kUnitSlots];
