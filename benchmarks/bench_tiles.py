@@ -52,6 +52,9 @@ CASES = {  # name: (experts, tokens, N, K)
     "Qwen3 gate/up": (128, 32768, 3072, 4096),
     "Qwen3 down": (128, 32768, 4096, 1536),
     "small groups (128 rows)": (128, 16384, 1536, 2048),
+    "small groups (96 rows)": (128, 12288, 1536, 2048),
+    "small groups (80 rows)": (128, 10240, 1536, 2048),
+    "Qwen3 gate/up, 2k tokens": (128, 16384, 3072, 4096),
 }
 # fp8: unscaled, fp32 out; fp8-row: per-token A and per-channel B scales, bf16 out; fp8-block: DeepGEMM's block
 # scales (1x128 A, 128x128 B), bf16 out
