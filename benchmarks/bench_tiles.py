@@ -54,6 +54,7 @@ CASES = {  # name: (experts, tokens, N, K)
     "small groups (128 rows)": (128, 16384, 1536, 2048),
     "small groups (96 rows)": (128, 12288, 1536, 2048),
     "small groups (80 rows)": (128, 10240, 1536, 2048),
+    "small groups (72 rows)": (128, 9216, 1536, 2048),
     "Qwen3 gate/up, 2k tokens": (128, 16384, 3072, 4096),
 }
 # fp8: unscaled, fp32 out; fp8-row: per-token A and per-channel B scales, bf16 out; fp8-block: DeepGEMM's block

@@ -116,18 +116,19 @@ constexpr int64_t kWideSwapTiles = 128;
 // docs/PERF_2026-12-06d.md). From 2048 rows (Mixtral, uniform) they are taken by stride (ws_fp8_rules.h's
 // units_drawn): 1.012-1.015x on 8 x 4096^3 in six processes and 1.004-1.007x on Mixtral in one
 // (docs/PERF_2026-12-06e.md, PERF_2026-12-06d.md). Under 257 rows a group it ranked after CUTLASS's tiles until
-// 96-256 rows were timed on the current kernel: 1.03-1.05x CUTLASS's 128x256 at 256 rows (128 experts, Qwen3-235B's
-// down projection), 1.08-1.10x at 96 and 128 rows (N 1536, K 2048), 1.25-1.35x at 128 and 256 rows with K 4096
-// (Qwen3-235B's gate/up, where CUTLASS's was 0.95-1.15x torch's grouped ops) (docs/PERF_2026-12-07h.md). Groups
-// of 65-95 rows were not timed (H100 throughout).
-// Its 192x192 tile (three consumer warp groups, ws_fp8_types.cuh) ranks before both where groups average 96 to
+// 72-256 rows were timed on the current kernel: 1.03-1.05x CUTLASS's 128x256 at 256 rows (128 experts, Qwen3-235B's
+// down projection), 1.03-1.04x at 72 rows, 1.06x at 80, 1.08-1.10x at 96 and 128 (N 1536, K 2048), 1.25-1.35x at
+// 128 and 256 rows with K 4096 (Qwen3-235B's gate/up, where CUTLASS's was 0.95-1.15x torch's grouped ops)
+// (docs/PERF_2026-12-07h.md; H100 throughout).
+// Its 192x192 tile (three consumer warp groups, ws_fp8_types.cuh) ranks before both where groups average 80 to
 // 512 rows, K is at most 2880 and 192-wide pairs pad N no more than 256-wide pairs do: on gpt-oss (N 5760, K 2880,
 // 512 rows) 1.009-1.018x the 128x192, on its down projection (N 2880) 1.038-1.045x the 128x256, on 128 experts
 // (N 1536, K 2048, 256 rows) 1.022-1.024x CUTLASS's 128x256 (both gpt-oss cases in bf16 in two processes, the
 // rest in one; every p10 above 1.0). It ran level at 1024 rows and K 2048 (DeepSeek-V3 down, 0.994-0.996x),
 // behind at K 7168 and 512 rows (0.986-0.995x) and 3-6% behind on the long-K and larger-group cases (Mixtral,
-// uniform, DeepSeek-V3 prefill, Llama-4 down) (H100, round-robin, docs/PERF_2026-12-07g.md). At 96 and 128 rows
-// (N 1536, K 2048) it was 1.007-1.014x the own 128x256 (128 rows in two processes, 96 in one; PERF_2026-12-07h.md).
+// uniform, DeepSeek-V3 prefill, Llama-4 down) (H100, round-robin, docs/PERF_2026-12-07g.md). At 80, 96 and 128
+// rows (N 1536, K 2048) it was 1.007-1.020x the own 128x256 (128 rows in two processes, the others in one), and
+// 0.99x at 72 rows (docs/PERF_2026-12-07h.md).
 // ckgemm's own RC kernel's 256-wide 8-bit tiles (fp8 unscaled and block-scaled, int8 unscaled) take decode-sized
 // groups where the SwapAB rule would take its 256-wide tile (as many tiles, in clusters sharing A): on DeepSeek-V3 decode (32 groups of
 // 16 rows on average, N 4096, K 7168; H100, graph replay, four rounds) the block-scaled one ran 0.3416 ms, 91.7%
@@ -149,7 +150,7 @@ constexpr int64_t kWideSwapTiles = 128;
 int64_t padding(int64_t n, int64_t width) { return (n + width - 1) / width * width - n; }
 bool pads_over_5pct(int64_t n, int64_t width) { return padding(n, width) * 20 > n; }
 bool narrow_16bit_fits(int64_t n) { return (padding(n, 512) - padding(n, 384)) * 25 > n; }
-constexpr int64_t kRows192Min = 96, kRows192Max = 512, kK192Max = 2880;
+constexpr int64_t kRows192Min = 80, kRows192Max = 512, kK192Max = 2880;
 bool own_192_rows_fit(int64_t m, int64_t n, int64_t k) {
   return m >= kRows192Min && m <= kRows192Max && k <= kK192Max && padding(n, 384) <= padding(n, 512);
 }
