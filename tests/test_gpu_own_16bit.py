@@ -4,7 +4,7 @@ outputs (tile edges of its warp groups' 64-row blocks, empty groups, a partial l
 pair, odd N through the scalar store), against CUTLASS's cooperative tile of the same width (192x192: its 128x192)
 bit for bit (the same k16 wgmmas summed in the same order into fp32, rounded once), with its units drawn in turn
 (CKGEMM_WS_UNITS=dynamic, the default below 2048 rows a group) and by stride (static) to the same bits, under graph
-replay with new device sizes, and as the op's pick for packed calls of more than 256 rows a group and, its 192x192
+replay with new device sizes, and as the op's pick for packed calls of more than 64 rows a group and, its 192x192
 tile, for small groups at short K (csrc/cuda/rules.cpp). CUTLASS only."""
 from __future__ import annotations
 
@@ -79,19 +79,22 @@ def test_own_16bit_kernel_replays_a_graph_with_new_device_sizes(dtype):
         os.environ.pop("CKGEMM_CONFIG", None)
 
 
-@pytest.mark.parametrize("sizes", [[300, 0, 700, 515, 1, 530], [2048, 4100, 0]], ids=["341-rows", "2049-rows"])
-def test_packed_16bit_calls_of_more_than_256_rows_a_group_run_it_by_default(sizes):
-    """341 rows a group on average (units drawn in turn) and 2049 (by stride: ws_fp8_rules.h's units_drawn)."""
+@pytest.mark.parametrize("sizes", [[90, 0, 130, 75, 1, 190, 193], [300, 0, 700, 515, 1, 530], [2048, 4100, 0]],
+                         ids=["97-rows", "341-rows", "2049-rows"])
+def test_packed_16bit_calls_of_more_than_64_rows_a_group_run_it_by_default(sizes):
+    """97 and 341 rows a group on average (units drawn in turn) and 2049 (by stride: ws_fp8_rules.h's units_drawn);
+    N 1024, which 192-wide pairs pad and 256-wide ones do not, keeps the 192x192 tile out."""
     for dtype in DTYPES.values():
         a, b, _, out = packed_call(sizes, 1024, 576, dtype, dtype, f"own16-default-{dtype}")
         assert _paths() == {f"cutlass:{TILES['256']}"}, ckgemm.last_dispatch()
         check_packed(out, a, b, sizes, dtype, 576, f"own {dtype} by default")
 
 
-def test_small_groups_at_short_k_run_the_192_row_tile_by_default():
-    """341 rows a group on average, K 576, N 1536 (pairs of 192-wide tiles pad N no more than 256-wide ones):
-    rules.cpp's own_192_rows_fit."""
-    sizes = [300, 0, 700, 515, 1, 530]
+@pytest.mark.parametrize("sizes", [[90, 0, 130, 75, 1, 190, 193], [300, 0, 700, 515, 1, 530]],
+                         ids=["97-rows", "341-rows"])
+def test_small_groups_at_short_k_run_the_192_row_tile_by_default(sizes):
+    """97 and 341 rows a group on average, K 576, N 1536 (pairs of 192-wide tiles pad N no more than 256-wide
+    ones): rules.cpp's own_192_rows_fit."""
     for dtype in DTYPES.values():
         a, b, _, out = packed_call(sizes, 1536, 576, dtype, dtype, f"own16-192-default-{dtype}")
         assert _paths() == {f"cutlass:{TILES['192x192']}"}, ckgemm.last_dispatch()

@@ -1,5 +1,5 @@
 """The native router's 16-bit rules (csrc/cuda/rules.cpp through tests/native_probe.py): CUTLASS's 128x192 tile
-where its pairs pad N less, ckgemm's own kernel for packed calls of more than 256 rows a group, and its 192x192
+where its pairs pad N less, ckgemm's own kernel for packed calls of more than 64 rows a group, and its 192x192
 tile for small groups at short K."""
 from __future__ import annotations
 
@@ -39,21 +39,30 @@ def test_16bit_takes_the_192_wide_tile_only_where_its_pairs_pad_n_less(probe):
         assert why == "" and probe.probe_instance_name(routes.instance(code)).decode() == "coop_128x192x64_c1x2"
 
 
-def test_16bit_packed_calls_of_more_than_256_rows_a_group_take_ckgemm_own_kernel(probe):
+def test_16bit_packed_calls_of_more_than_64_rows_a_group_take_ckgemm_own_kernel(probe):
     """ckgemm's own kernel (ws_fp8.cuh; units drawn in turn below 2048 rows a group, by stride from there) for
-    packed 16-bit calls averaging more than 256 rows a group, at the width CUTLASS's tile would have (outside its
-    192x192 tile's range of small groups at short K: the next test); CUTLASS's
-    tiles for fewer rows a group, for list calls (the own kernel takes only the packed form) and where its TMA
-    cannot read the operands."""
+    packed 16-bit calls averaging more than 64 rows a group (fewer: the decode tiles), at the width CUTLASS's tile
+    would have (outside its 192x192 tile's range of small groups at short K: the next test); CUTLASS's tiles for
+    list calls (the own kernel takes only the packed form) and where its TMA cannot read the operands."""
     for dtype, out in ((torch.bfloat16, 1), (torch.float16, 0)):
-        for rows_per_group, n, want in ((257, 4096, "ws_128x256x64_c1x2"), (512, 4096, "ws_128x256x64_c1x2"),
-                                        (1024, 4096, "ws_128x256x64_c1x2"), (2047, 7168, "ws_128x256x64_c1x2"),
-                                        (1024, 5760, "ws_128x192x64_c1x2"), (1024, 2880, "ws_128x256x64_c1x2"),
-                                        (2048, 14336, "ws_128x256x64_c1x2"), (4096, 4096, "ws_128x256x64_c1x2"),
-                                        (8192, 5760, "ws_128x192x64_c1x2"),
-                                        (255, 1536, "coop_128x256x64_c1x2"), (255, 5760, "coop_128x192x64_c1x2")):
-            got = route_packed(probe, dtype, out, 0, 32, 32 * rows_per_group, n, 2880)
-            assert got == (want, 0, ""), (dtype, rows_per_group, n, got)
+        for rows_per_group, n, k, want in ((257, 4096, 2880, "ws_128x256x64_c1x2"),
+                                           (512, 4096, 2880, "ws_128x256x64_c1x2"),
+                                           (1024, 4096, 2880, "ws_128x256x64_c1x2"),
+                                           (2047, 7168, 2880, "ws_128x256x64_c1x2"),
+                                           (1024, 5760, 2880, "ws_128x192x64_c1x2"),
+                                           (1024, 2880, 2880, "ws_128x256x64_c1x2"),
+                                           (2048, 14336, 2880, "ws_128x256x64_c1x2"),
+                                           (4096, 4096, 2880, "ws_128x256x64_c1x2"),
+                                           (8192, 5760, 2880, "ws_128x192x64_c1x2"),
+                                           (256, 3072, 4096, "ws_128x256x64_c1x2"),  # Qwen3-235B gate/up, 4k tokens
+                                           (128, 3072, 4096, "ws_128x256x64_c1x2"),
+                                           (255, 5760, 4096, "ws_128x192x64_c1x2"),
+                                           (65, 1536, 2048, "ws_128x256x64_c1x2"),
+                                           (79, 5760, 2880, "ws_128x192x64_c1x2")):
+            got = route_packed(probe, dtype, out, 0, 32, 32 * rows_per_group, n, k)
+            assert got == (want, 0, ""), (dtype, rows_per_group, n, k, got)
+        got = route_packed(probe, dtype, out, 0, 32, 32 * 64, 1536, 2048)[0]
+        assert got is not None and not got.startswith("ws_128x"), ("64 rows a group: a decode tile", got)
         assert route_packed(probe, dtype, out, 0, 32, 32 * 512, 4096, 2888) == ("ws_128x256x64_c1x2", 0, ""), \
             "K 2888: 5776 bytes, whole 16-byte pieces"
         name, flags, why = route_packed(probe, dtype, out, 0, 32, 32 * 512, 4096, 2884)
@@ -66,17 +75,18 @@ def test_16bit_packed_calls_of_more_than_256_rows_a_group_take_ckgemm_own_kernel
 
 def test_the_own_192_row_16bit_tile_takes_small_groups_at_short_k(probe, monkeypatch):
     """ckgemm's own 192x192 16-bit tile (ws_fp8.cuh, three consumer warp groups) is the pick for packed calls of
-    256 to 512 rows a group on average with K at most 2880, where pairs of 192-wide tiles pad N no more than pairs
+    80 to 512 rows a group on average with K at most 2880, where pairs of 192-wide tiles pad N no more than pairs
     of 256-wide ones (rules.cpp's own_192_rows_fit); elsewhere CKGEMM_CONFIG still puts it first, with its own bound
     on rows (a 192-row tile rounded up stays a 32-bit int)."""
     tile, int_max = "ws_192x192x64_c1x2", 2**31 - 1
     for dtype, out in ((torch.bfloat16, 1), (torch.float16, 0)):
         for groups, rows_per_group, n, k in ((128, 256, 1536, 2048), (32, 512, 5760, 2880), (32, 512, 2880, 2880),
-                                             (32, 300, 2880, 64)):
+                                             (32, 300, 2880, 64), (128, 80, 1536, 2048), (128, 96, 1536, 2048),
+                                             (128, 128, 1536, 2048), (32, 255, 5760, 2880)):
             assert route_packed(probe, dtype, out, 0, groups, groups * rows_per_group, n, k) == (tile, 0, ""), \
                 (groups, rows_per_group, n, k)
         for groups, rows_per_group, n, k in ((32, 512, 4096, 7168), (32, 512, 5760, 2888), (32, 1024, 7168, 2048),
-                                             (32, 513, 5760, 2880), (32, 255, 5760, 2880), (32, 512, 4096, 2048),
+                                             (32, 513, 5760, 2880), (32, 79, 5760, 2880), (32, 512, 4096, 2048),
                                              (8, 2048, 14336, 4096), (32, 64, 4096, 2048)):
             got = route_packed(probe, dtype, out, 0, groups, groups * rows_per_group, n, k)[0]
             assert got not in (tile, None), (groups, rows_per_group, n, k, got)

@@ -2,7 +2,7 @@
 // bf16/fp16 and int8, built from CuTe's wgmma/TMA atoms rather than a CUTLASS collective, so the tile and the
 // promotion are ours. The op routes unscaled fp8 packed calls to its 128x192 A-multicast form (decode-sized ones
 // making a wave of 256-wide tiles to its 128x256), block-scaled ones to its 128x256 or 128x192 A-multicast form,
-// 16-bit packed calls of more than 256 rows a group to its 128x256 or 128x192 16-bit form (256-512 rows a group at
+// 16-bit packed calls of more than 64 rows a group to its 128x256 or 128x192 16-bit form (80-512 rows a group at
 // K <= 2880 to its 192x192 one, rules.cpp), and int8 decode-sized
 // ones making a wave of 256-wide tiles to its 128x256 int8 form (ws_instance.cuh, rules.cpp);
 // every fp8 recipe and variant is checked and timed by benchmarks/native/bench_ws_fp8.py (docs/PERF_2026-12-02.md;
