@@ -47,8 +47,10 @@ CASES = {  # name: (experts, tokens, N, K)
     "DeepSeek-V3 16k tokens": (32, 16384, 4096, 7168),
     "Llama-4 down": (16, 16384, 5120, 8192),
     "Mixtral 8x22B prefill": (8, 16384, 32768, 6144),
-    # the 192x192 rule's bounds (rules.cpp, own_192_rows_fit): Qwen3-235B's 128 experts at 4096 tokens, top 8 (256
-    # rows a group; gate/up at K 4096, past the rule's K; down at N 4096, which 192-wide pairs pad), and 128-row groups
+    # the 16-bit rules' bounds (rules.cpp: the own kernel past 64 rows a group, its 192x192 tile at 80-512 rows, K up to
+    # 2880, N that 192-wide pairs pad no more): Qwen3-235B's 128 experts, top 8, at 4096 tokens (256 rows a group;
+    # gate/up at K 4096; down at N 4096, which 192-wide pairs pad) and 2048, and groups of 72-128 rows
+    # (docs/PERF_2026-12-07h.md)
     "Qwen3 gate/up": (128, 32768, 3072, 4096),
     "Qwen3 down": (128, 32768, 4096, 1536),
     "small groups (128 rows)": (128, 16384, 1536, 2048),
