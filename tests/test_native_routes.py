@@ -177,12 +177,12 @@ def test_decode_sized_packed_8bit_takes_the_own_256_wide_tile_where_swapab_would
     own = "ws_128x256x128_c1x2"
     for dtype, scaling, out, swap in ((fp8, 0, f32, "coop_swapab"), (fp8, 2, bf16_out, "coop_blockwise_swapab"),
                                       (torch.int8, 0, i32, "coop_swapab")):
-        route = lambda *shape: route_packed(probe, dtype, out, scaling, *shape)  # noqa: E731
-        assert route(32, 512, 4096, 7168) == (own, 0, ""), (dtype, scaling)
-        assert [route(8, 128, 4096, 7168)[0], route(128, 128 * 8, 2048, 7168)[0]] == [own, own], "128 tiles or more"
-        assert route(7, 112, 4096, 7168)[0] == f"{swap}_32x128x128", "112 tiles"
-        assert route(32, 512, 3832, 7168)[0] == f"{swap}_32x256x128", "N pads pairs by 6.9%"
-        assert route(32, 32 * 48, 4096, 7168)[0].startswith("pingpong"), "48 rows a group"
+        pick = lambda *shape: route_packed(probe, dtype, out, scaling, *shape)  # noqa: E731
+        assert pick(32, 512, 4096, 7168) == (own, 0, ""), (dtype, scaling)
+        assert [pick(8, 128, 4096, 7168)[0], pick(128, 128 * 8, 2048, 7168)[0]] == [own, own], "128 tiles or more"
+        assert pick(7, 112, 4096, 7168)[0] == f"{swap}_32x128x128", "112 tiles"
+        assert pick(32, 512, 3832, 7168)[0] == f"{swap}_32x256x128", "N pads pairs by 6.9%"
+        assert pick(32, 32 * 48, 4096, 7168)[0].startswith("pingpong"), "48 rows a group"
     prefill = [route_packed(probe, dt, o, 0, 8, 8192, 1024, 7168)[0] for dt, o in ((fp8, f32), (torch.int8, i32))]
     assert prefill == ["coop_128x128x128_c1x2", "coop_128x256x128_c1x2"], "unscaled prefill: CUTLASS's tiles"
     assert route_packed(probe, fp8, bf16_out, 2, 8, 8192, 1024, 7168)[0] == own, "block-scaled prefill: its rule"

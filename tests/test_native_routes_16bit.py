@@ -61,8 +61,8 @@ def test_16bit_packed_calls_of_more_than_64_rows_a_group_take_ckgemm_own_kernel(
                                            (79, 5760, 2880, "ws_128x192x64_c1x2")):
             got = route_packed(probe, dtype, out, 0, 32, 32 * rows_per_group, n, k)
             assert got == (want, 0, ""), (dtype, rows_per_group, n, k, got)
-        got = route_packed(probe, dtype, out, 0, 32, 32 * 64, 1536, 2048)[0]
-        assert got is not None and not got.startswith("ws_128x"), ("64 rows a group: a decode tile", got)
+        assert route_packed(probe, dtype, out, 0, 32, 32 * 64, 1536, 2048) == ("pingpong_64x128x128_direct", 0, ""), \
+            "64 rows a group: the 64-row decode tile"
         assert route_packed(probe, dtype, out, 0, 32, 32 * 512, 4096, 2888) == ("ws_128x256x64_c1x2", 0, ""), \
             "K 2888: 5776 bytes, whole 16-byte pieces"
         name, flags, why = route_packed(probe, dtype, out, 0, 32, 32 * 512, 4096, 2884)

@@ -117,9 +117,9 @@ constexpr int64_t kWideSwapTiles = 128;
 // units_drawn): 1.012-1.015x on 8 x 4096^3 in six processes and 1.004-1.007x on Mixtral in one
 // (docs/PERF_2026-12-06e.md, PERF_2026-12-06d.md). Under 257 rows a group it ranked after CUTLASS's tiles until
 // 72-256 rows were timed on the current kernel: 1.03-1.05x CUTLASS's 128x256 at 256 rows (128 experts, Qwen3-235B's
-// down projection), 1.03-1.04x at 72 rows, 1.06-1.07x at 80, 1.07-1.10x at 96 and 128 (N 1536, K 2048), 1.25-1.45x
-// at 128 and 256 rows with K 4096 (Qwen3-235B's gate/up, where CUTLASS's ran 0.79-0.95x torch's _grouped_mm in
-// bf16) (docs/PERF_2026-12-07h.md; H100 throughout).
+// down projection), 1.03-1.04x at 72 rows, 1.06-1.07x at 80, 1.07-1.10x at 96 and 128 (N 1536, K 2048), 1.08-1.68x
+// at 128 and 256 rows with K 4096 (Qwen3-235B's gate/up, where CUTLASS's times spread widely and it ran 0.79-0.95x
+// torch's _grouped_mm in bf16) (docs/PERF_2026-12-07h.md; H100 throughout).
 // Its 192x192 tile (three consumer warp groups, ws_fp8_types.cuh) ranks before both where groups average 80 to
 // 512 rows, K is at most 2880 and 192-wide pairs pad N no more than 256-wide pairs do: on gpt-oss (N 5760, K 2880,
 // 512 rows) 1.009-1.018x the 128x192, on its down projection (N 2880) 1.038-1.045x the 128x256, on 128 experts
