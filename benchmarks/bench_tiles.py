@@ -49,7 +49,7 @@ CASES = {  # name: (experts, tokens, N, K)
     "Mixtral 8x22B prefill": (8, 16384, 32768, 6144),
     # the 16-bit rules' bounds (rules.cpp: the own kernel past 64 rows a group, its 192x192 tile at 80-512 rows, K up to
     # 2880, N that 192-wide pairs pad no more): Qwen3-235B's 128 experts, top 8, at 4096 tokens (256 rows a group;
-    # gate/up at K 4096; down at N 4096, which 192-wide pairs pad) and 2048, and groups of 72-128 rows
+    # gate/up at K 4096; down at N 4096, which 192-wide pairs pad) and 2048, and groups of 66-128 rows
     # (docs/PERF_2026-12-07h.md)
     "Qwen3 gate/up": (128, 32768, 3072, 4096),
     "Qwen3 down": (128, 32768, 4096, 1536),
@@ -57,6 +57,8 @@ CASES = {  # name: (experts, tokens, N, K)
     "small groups (96 rows)": (128, 12288, 1536, 2048),
     "small groups (80 rows)": (128, 10240, 1536, 2048),
     "small groups (72 rows)": (128, 9216, 1536, 2048),
+    "small groups (70 rows)": (128, 8960, 1536, 2048),
+    "small groups (66 rows)": (128, 8448, 1536, 2048),
     "Qwen3 gate/up, 2k tokens": (128, 16384, 3072, 4096),
 }
 # fp8: unscaled, fp32 out; fp8-row: per-token A and per-channel B scales, bf16 out; fp8-block: DeepGEMM's block
