@@ -53,12 +53,7 @@ CASES = {  # name: (experts, tokens, N, K)
     # (docs/PERF_2026-12-07h.md)
     "Qwen3 gate/up": (128, 32768, 3072, 4096),
     "Qwen3 down": (128, 32768, 4096, 1536),
-    "small groups (128 rows)": (128, 16384, 1536, 2048),
-    "small groups (96 rows)": (128, 12288, 1536, 2048),
-    "small groups (80 rows)": (128, 10240, 1536, 2048),
-    "small groups (72 rows)": (128, 9216, 1536, 2048),
-    "small groups (70 rows)": (128, 8960, 1536, 2048),
-    "small groups (66 rows)": (128, 8448, 1536, 2048),
+    **{f"small groups ({rows} rows)": (128, 128 * rows, 1536, 2048) for rows in (128, 96, 80, 72, 70, 66)},
     "Qwen3 gate/up, 2k tokens": (128, 16384, 3072, 4096),
 }
 # fp8: unscaled, fp32 out; fp8-row: per-token A and per-channel B scales, bf16 out; fp8-block: DeepGEMM's block
