@@ -10,7 +10,8 @@
 #   scaled    benchmarks/bench_scaled.py (block vs DeepGEMM, row vs _scaled_grouped_mm; needs the wheels)
 #   host      benchmarks/bench_host.py (end to end vs graph, profiler breakdown, host loop)
 #   repack    benchmarks/bench_repack.py (transpose bandwidth; 8-bit RR per call / prepacked / RC)
-#   tiles     benchmarks/bench_tiles.py (16-bit instances forced one by one beside the peers, round-robin)
+#   tiles     benchmarks/bench_tiles.py (16-bit instances forced one by one beside the peers, round-robin), on
+#             $TILES_CASES (default: all) with $TILES_INSTANCES (default: every compute-bound instance)
 #   units     benchmarks/bench_units.py --units dynamic,static (the own 16-bit kernel's units drawn and by stride,
 #             and the wave tail, on 8 x 4096^3 and 8 x 4224 x 4096^2)
 #   l2        benchmarks/bench_env.py over CKGEMM_WS_L2's $L2_VALUES (default: the default nnf first, as the others'
@@ -126,8 +127,8 @@ for stage in "$@"; do
       run repack timeout "${STAGE_TIMEOUT:-600}" python3 benchmarks/bench_repack.py --iters 15 --json "$OUT/repack.json" \
         --markdown "$OUT/repack.md" ;;
     tiles)
-      run tiles timeout "${STAGE_TIMEOUT:-600}" python3 benchmarks/bench_tiles.py --json "$OUT/tiles.json" \
-        --markdown "$OUT/tiles.md" ;;
+      run tiles timeout "${STAGE_TIMEOUT:-600}" python3 benchmarks/bench_tiles.py --cases "${TILES_CASES:-}" \
+        ${TILES_INSTANCES:+--instances "$TILES_INSTANCES"} --json "$OUT/tiles.json" --markdown "$OUT/tiles.md" ;;
     units)
       run units timeout "${STAGE_TIMEOUT:-600}" python3 benchmarks/bench_units.py --units dynamic,static ;;
     l2)
