@@ -16,7 +16,8 @@
 #             and the wave tail, on 8 x 4096^3 and 8 x 4224 x 4096^2)
 #   l2        benchmarks/bench_env.py over CKGEMM_WS_L2's $L2_VALUES (default: the default nnf first, as the others'
 #             reference, then no hint, A evict_last, B evict_last, both) on $L2_CASES (default: every benchmark case
-#             but decode) in $L2_DTYPES (default fp8,bf16): the own kernel's L2 policies against each other and the peers
+#             but decode) in $L2_DTYPES (default fp8,bf16): the own kernel's L2 policies against each other and the
+#             peers
 #   figures   issue 10's proof set, each part under $FIGURE_TIMEOUT (default 200 s): bench_grouped_gemm.py --graph
 #             --sync on 16-bit and on unscaled fp8, one part per case (uniform, Mixtral, DeepSeek-V3 prefill), every
 #             dtype on DeepSeek-V3 decode, then bench_repack.py (follow it with pack: more than 8 files). It took
